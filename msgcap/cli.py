@@ -1,0 +1,81 @@
+"""The ``msgcap`` command: one subcommand per module in ``msgcap.commands``.
+
+Each command module exposes ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Modules are imported lazily so that ``msgcap dump`` never pays for pyspark or stomp.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from msgcap import __version__
+from props.errors import MsgcapError
+
+COMMANDS = {
+    "run": "msgcap.commands.run",
+    "replay": "msgcap.commands.replay",
+    "dump": "msgcap.commands.dump",
+    "send": "msgcap.commands.send",
+    "batch": "msgcap.commands.batch",
+}
+
+HELPS = {
+    "run": "capture messages from a broker or spool directory into the trail",
+    "replay": "run message dumps through parser and assembler into the trail",
+    "dump": "show the records of trail files (Logdump-style, or --json)",
+    "send": "publish message dumps to the configured destination",
+    "batch": "replay archived message dumps with Spark",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="msgcap", description="JMS/STOMP change-message capture into GoldenGate trails.")
+    parser.add_argument("--version", action="version", version=f"msgcap {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        p = sub.add_parser(name, help=HELPS[name], description=HELPS[name])
+        p.set_defaults(_module=module)
+        mod = _load(module)
+        if mod is not None:
+            mod.add_arguments(p)
+    return parser
+
+
+def _load(module: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None  # command not built yet
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    mod = _load(args._module)
+    if mod is None:
+        print(f"msgcap: command {args.command} is not available", file=sys.stderr)
+        return 2
+    try:
+        return mod.run(args) or 0
+    except MsgcapError as exc:
+        logging.getLogger("msgcap").debug("error", exc_info=True)
+        print(f"msgcap {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"msgcap {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

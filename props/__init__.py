@@ -1,0 +1,1 @@
+"""Java-style properties, ${ENV} substitution, typed settings and value expressions."""

@@ -1,0 +1,32 @@
+# Shared set-up for scripts/*.sh: a project virtualenv and the system packages tests need.
+# Sourced, not run.
+VENV="${MSGCAP_VENV:-$PWD/.venv}"
+
+_sudo() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+_apt_install() {
+    export DEBIAN_FRONTEND=noninteractive
+    _sudo apt-get update -qq >/dev/null
+    _sudo apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_venv() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        python3 -m venv "$VENV" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$VENV"; }
+    fi
+    if ! "$VENV/bin/python" -c 'import msgcap, lxml, elementpath, stomp, pyspark, hypothesis' 2>/dev/null \
+        || [ pyproject.toml -nt "$VENV/.installed" ]; then
+        echo "installing Python dependencies into $VENV ..." >&2
+        "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+        "$VENV/bin/python" -m pip install -q -e '.[test]'
+        touch "$VENV/.installed"
+    fi
+    export PATH="$VENV/bin:$PATH"
+}
+
+ensure_activemq_package() {
+    if [ ! -d /usr/share/activemq ]; then
+        echo "installing the Debian activemq package ..." >&2
+        _apt_install activemq
+    fi
+}
