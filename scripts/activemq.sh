@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# A private ActiveMQ broker for development, tests and CI (not a system service).
+#
+#   bash scripts/activemq.sh start     # install the Debian package if missing, start, wait for STOMP
+#   bash scripts/activemq.sh stop      # stop the broker this directory started (by its pid)
+#   bash scripts/activemq.sh status    # "running pid N stomp://127.0.0.1:PORT" or exit 1
+#   bash scripts/activemq.sh restart
+#
+# Environment:
+#   MSGCAP_BROKER_DIR   private directory for conf/, data/, tmp/, the pid file and the log
+#                       (default: .broker/ in the repository)
+#   MSGCAP_STOMP_PORT   STOMP port on 127.0.0.1 (default 61613)
+#   MSGCAP_BROKER_HEAP  JVM heap (default 512m)
+#   MSGCAP_BROKER_WAIT  seconds to wait for the port (default 90)
+#
+# The broker listens on loopback only, STOMP only (OpenWire is not needed by msgcap and is off), no
+# web console, no JMX. Messages persist in KahaDB under data/, so a restart keeps queued messages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+AMQ_HOME=/usr/share/activemq
+DIR="${MSGCAP_BROKER_DIR:-$PWD/.broker}"
+PORT="${MSGCAP_STOMP_PORT:-61613}"
+HEAP="${MSGCAP_BROKER_HEAP:-512m}"
+WAIT="${MSGCAP_BROKER_WAIT:-90}"
+PIDFILE="$DIR/activemq.pid"
+LOG="$DIR/activemq.out"
+
+_port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null
+}
+
+_alive() {
+    [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+_write_conf() {
+    mkdir -p "$DIR/conf" "$DIR/data" "$DIR/tmp"
+    # The directory holds generated and runtime files only.
+    [ -f "$DIR/.gitignore" ] || echo '*' > "$DIR/.gitignore"
+    cat > "$DIR/conf/activemq.xml" <<EOF
+<beans xmlns="http://www.springframework.org/schema/beans"
+       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+       xsi:schemaLocation="http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans-2.0.xsd
+       http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="msgcap" useJmx="false"
+          schedulerSupport="false" advisorySupport="false" dataDirectory="$DIR/data">
+    <destinationPolicy>
+      <policyMap><policyEntries>
+        <policyEntry queue=">" producerFlowControl="true" memoryLimit="32mb"/>
+      </policyEntries></policyMap>
+    </destinationPolicy>
+    <persistenceAdapter>
+      <kahaDB directory="$DIR/data/kahadb" journalDiskSyncStrategy="periodic"
+              journalDiskSyncInterval="200"/>
+    </persistenceAdapter>
+    <systemUsage><systemUsage>
+      <memoryUsage><memoryUsage limit="128 mb"/></memoryUsage>
+      <storeUsage><storeUsage limit="8 gb"/></storeUsage>
+      <tempUsage><tempUsage limit="2 gb"/></tempUsage>
+    </systemUsage></systemUsage>
+    <transportConnectors>
+      <transportConnector name="stomp"
+          uri="stomp+nio://127.0.0.1:$PORT?transport.closeAsync=false&amp;wireFormat.maxFrameSize=104857600"/>
+    </transportConnectors>
+  </broker>
+</beans>
+EOF
+    # Debian's broker logs through log4j 1.2 (slf4j-log4j12 in lib/optional).
+    cat > "$DIR/conf/log4j.properties" <<EOF
+log4j.rootLogger=WARN, logfile
+log4j.logger.org.apache.activemq=INFO
+log4j.appender.logfile=org.apache.log4j.FileAppender
+log4j.appender.logfile.file=$DIR/data/activemq.log
+log4j.appender.logfile.layout=org.apache.log4j.PatternLayout
+log4j.appender.logfile.layout.ConversionPattern=%d | %-5p | %m | %c | %t%n
+EOF
+}
+
+start() {
+    if _alive && _port_open; then
+        echo "activemq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT)"
+        return 0
+    fi
+    if _port_open; then
+        echo "activemq: port 127.0.0.1:$PORT is in use by another process" >&2
+        return 1
+    fi
+    ensure_activemq_package
+    _write_conf
+    # setsid: the broker does not get the caller's signals (Ctrl-C in a test run).
+    setsid java -Xms64m -Xmx"$HEAP" -XX:+UseSerialGC \
+        -Dorg.apache.activemq.UseDedicatedTaskRunner=false \
+        -Djava.io.tmpdir="$DIR/tmp" \
+        -Dlog4j.configuration="file:$DIR/conf/log4j.properties" \
+        -Dactivemq.classpath="$DIR/conf" \
+        -Dactivemq.home="$AMQ_HOME" -Dactivemq.base="$DIR" \
+        -Dactivemq.conf="$DIR/conf" -Dactivemq.data="$DIR/data" \
+        -jar "$AMQ_HOME/bin/activemq.jar" start "xbean:file:$DIR/conf/activemq.xml" \
+        >"$LOG" 2>&1 </dev/null &
+    echo $! > "$PIDFILE"
+    local deadline=$((SECONDS + WAIT))
+    until _port_open; do
+        if ! _alive; then
+            echo "activemq: the broker exited during start; last lines of $LOG:" >&2
+            tail -n 20 "$LOG" >&2 || true
+            rm -f "$PIDFILE"
+            return 1
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "activemq: port $PORT not open after ${WAIT}s; see $LOG" >&2
+            stop >/dev/null || true
+            return 1
+        fi
+        sleep 0.2
+    done
+    echo "activemq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT, dir $DIR)"
+}
+
+stop() {
+    if ! _alive; then
+        rm -f "$PIDFILE"
+        echo "activemq not running"
+        return 0
+    fi
+    local pid
+    pid="$(cat "$PIDFILE")"
+    kill -TERM "$pid"
+    local deadline=$((SECONDS + 30))
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            kill -KILL "$pid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.2
+    done
+    rm -f "$PIDFILE"
+    echo "activemq stopped (pid $pid)"
+}
+
+status() {
+    if _alive && _port_open; then
+        echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT"
+    else
+        echo "not running"
+        return 1
+    fi
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    restart) stop; start ;;
+    status) status ;;
+    *) echo "usage: $0 start|stop|restart|status" >&2; exit 2 ;;
+esac
