@@ -204,7 +204,9 @@ class Table:
         return Table.build(self.name, self.columns)
 
     def offsets_follow_rule(self) -> bool:
-        return self.normalized() == self
+        """Whether the fetch offsets and record length are those of the slot rule (§5)."""
+        rule = self.normalized()
+        return rule.columns == self.columns and rule.record_length == self.record_length
 
     def column_index(self, name: str) -> int | None:
         """Index of a column by name: exact, then case-insensitive (must be unique)."""
@@ -237,6 +239,7 @@ class DefsHeader:
     locale: str = "neutral"
     case_sensitivity: str = "14 14 14 14 14 14 14 14 14 14 14 14 11 14 14 14"
     timezone: str | None = "GMT"
+    extra: tuple[tuple[str, str], ...] = ()  # other ``Key: value`` header lines, in file order
 
 
 @dataclass(frozen=True, slots=True)
