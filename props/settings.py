@@ -1,0 +1,340 @@
+"""Typed, validated settings: the one frozen object every later layer is built from.
+
+``load_settings`` reads a properties file (properties.md), checks every property and returns a
+``Settings``; nothing later re-reads property text. Errors are PropertyError naming file:line and
+property. Expressions are already parsed (props.expr); ``None`` for an item means "not
+configured": the parser applies the default source of §3.2, since only it knows the header fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from props.expr import Expr, XPath
+
+_NOWHERE = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OptypeValues:
+    """Operation codes (§3.3); ``truncate`` is None where truncates are not supported."""
+
+    insert: str = "I"
+    update: str = "U"
+    delete: str = "D"
+    truncate: str | None = "T"
+
+    def lookup(self, text: str) -> str | None:
+        """'I', 'U', 'D' or 'T' for a value (trimmed, case-sensitive), else None."""
+        text = text.strip()
+        if text == self.insert:
+            return "I"
+        if text == self.update:
+            return "U"
+        if text == self.delete:
+            return "D"
+        if self.truncate is not None and text == self.truncate:
+            return "T"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TxindValues:
+    """Transaction-indicator value sets (§3.4); a configured ``*val`` replaces one set."""
+
+    begin: tuple[str, ...] = ("B", "0")
+    middle: tuple[str, ...] = ("M", "1")
+    end: tuple[str, ...] = ("E", "2")
+    whole: tuple[str, ...] = ("W", "3")
+
+    def lookup(self, text: str) -> int | None:
+        """0 (begin), 1 (middle), 2 (end), 3 (whole) for a value (trimmed), else None."""
+        text = text.strip()
+        for code, values in enumerate((self.begin, self.middle, self.end, self.whole)):
+            if text in values:
+                return code
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DateFormats:
+    """DATETIME column formats: global, per table, per column (§4, §5, §6.1).
+
+    ``by_name`` keys are the upper-cased suffixes ``T`` or ``T.C`` (T is a qualified name).
+    """
+
+    default: str | None = None
+    by_name: dict[str, str] = field(default_factory=dict)
+
+    def lookup(self, table: str, column: str) -> str | None:
+        """Column format first, then table, then global; names case-insensitive."""
+        table = table.upper()
+        found = self.by_name.get(f"{table}.{column.upper()}")
+        if found is None:
+            found = self.by_name.get(table)
+        return found if found is not None else self.default
+
+
+@dataclass(frozen=True, slots=True)
+class UserColumn:
+    """One user-defined column (§7): ``length`` is n, or the precision p of ``number p,s``."""
+
+    name: str
+    kind: str  # 'vchar' | 'char' | 'number' | 'datetime'
+    length: int
+    scale: int = 0
+    key: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UserTable:
+    """A table defined in properties (``<p>.userdefs.*``)."""
+
+    name: str
+    columns: tuple[UserColumn, ...]
+    file: str = "<string>"
+    line: int = _NOWHERE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParserCommon:
+    """Items shared by the fixed and delimited parsers (§3, §4, §5)."""
+
+    optype: Expr | None = None
+    optype_values: OptypeValues = OptypeValues(truncate=None)
+    txind: Expr | None = None
+    txind_values: TxindValues = TxindValues()
+    timestamp: Expr | None = None
+    timestamp_format: str | None = None
+    seqid: Expr | None = None
+    txid: Expr | None = None
+    txname: Expr | None = None
+    txowner: Expr | None = None
+    schema: Expr | None = None
+    table: tuple[Expr, ...] = ()
+    schemaandtable: Expr | None = None
+    dateformats: DateFormats = DateFormats()
+    userdefs: tuple[UserTable, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixedSettings(ParserCommon):
+    """``fixed.*`` (§4). ``table`` holds one or more sources, concatenated by the parser."""
+
+    schematype: str = "copybook"  # 'copybook' | 'sourcedefs'
+    copybook: str | None = None
+    sourcedefs: str | None = None
+    header: str = ""
+    encoding: str = "ascii"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelimSettings(ParserCommon):
+    """``delim.*`` (§5); delimiter values are decoded (``\\xhh`` applied)."""
+
+    sourcedefs: str | None = None
+    header: tuple[str, ...] = ()
+    fielddelim: str = ","
+    linedelim: str = "\n"
+    quote: str = '"'
+    nullindicator: str | None = None
+    fielddelim_escaped: str | None = None
+    linedelim_escaped: str | None = None
+    quote_escaped: str | None = None  # None: the quote doubled
+    nullindicator_escaped: str | None = None
+    hasbefores: bool = False
+    hasnames: bool = False
+    afterfirst: bool = False
+    isgrouped: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    """One XML rule (§6.2) with its subrules resolved into a tree.
+
+    ``lines`` maps each configured attribute (``match``, ``before.value``, …) to its line, so
+    later layers can name it in errors via ``where``.
+    """
+
+    name: str
+    type: str  # 'tx' | 'op' | 'col'
+    match: XPath | None = None
+    subrules: tuple[Rule, ...] = ()
+    file: str = "<string>"
+    line: int = _NOWHERE
+    lines: dict[str, int] = field(default_factory=dict)
+    # tx and op rules
+    timestamp: Expr | None = None
+    timestamp_format: str | None = None
+    seqid: Expr | None = None
+    txid: Expr | None = None
+    txname: Expr | None = None
+    txowner: Expr | None = None
+    # op rules
+    schema: Expr | None = None
+    table: Expr | None = None
+    schemaandtable: Expr | None = None
+    optype: Expr | None = None
+    optype_values: OptypeValues = OptypeValues(truncate=None)
+    txind: Expr | None = None
+    txind_values: TxindValues = TxindValues()
+    # col rules
+    column_name: Expr | None = None  # <colrule>.name (``name`` is the rule's own name)
+    index: Expr | None = None
+    value: Expr | None = None
+    isnull: Expr | None = None
+    ismissing: Expr | None = None
+    before_value: Expr | None = None
+    before_isnull: Expr | None = None
+    before_ismissing: Expr | None = None
+    after_value: Expr | None = None
+    after_isnull: Expr | None = None
+    after_ismissing: Expr | None = None
+
+    def where(self, attr: str | None = None) -> str:
+        """``file:line`` of ``<rule>.<attr>`` (of ``<rule>.type`` without attr)."""
+        line = self.lines.get(attr, self.line) if attr else self.line
+        return f"{self.file}:{line}" if line else self.file
+
+    def prop(self, attr: str) -> str:
+        """The property name ``<rule>.<attr>``, for error messages."""
+        return f"{self.name}.{attr}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class XmlSettings:
+    """``xml.*`` and the rule tree (§6)."""
+
+    sourcedefs: str | None = None
+    rules: tuple[Rule, ...] = ()
+    namespaces: dict[str, str] = field(default_factory=dict)
+    maxbytes: int = 10485760
+    maxdepth: int = 256
+    dateformats: DateFormats = DateFormats()
+    userdefs: tuple[UserTable, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JmsSettings:
+    """``jms.*`` (§8, §9.1, §11). ``password`` never appears in repr."""
+
+    url: tuple[str, ...] = ()
+    destination: str | None = None  # normalised: a bare name becomes /queue/NAME
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    prefetch: int = 1000
+    heartbeat: tuple[int, int] = (10000, 10000)
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
+    id: str = "time"  # 'ogg' | 'time' | 'activemq' | a header name | 'module:function'
+    id_kind: str = "time"  # 'ogg' | 'time' | 'activemq' | 'header' | 'callable'
+    report_output: str = "report"  # 'report' | 'log' | 'both'
+    report_time: float | None = None  # seconds
+    report_records: int | None = None
+
+    @property
+    def is_dir(self) -> bool:
+        """True for the spool-directory source ``dir:PATH``."""
+        return len(self.url) == 1 and self.url[0].startswith("dir:")
+
+    @property
+    def spool_dir(self) -> str | None:
+        """PATH of ``dir:PATH``, else None."""
+        return self.url[0][4:] if self.is_dir else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrailSettings:
+    """``trail.*`` (§10.1)."""
+
+    path: str = "dirdat/aa"
+    seqlen: int = 9
+    megabytes: int = 100
+    sync: str = "batch"  # 'transaction' | 'batch' | 'none'
+    byteorder: str = "big"  # 'big' | 'little'
+    compressupdates: bool = True
+    getupdatebefores: bool = False
+    compressdeletes: bool = True
+    defs: str | None = None
+    extract: str = "MSGCAP"
+    uri: str | None = None
+
+    @property
+    def directory(self) -> str:
+        """Directory part of ``path`` ('.' when the path is only the prefix)."""
+        head, _, _ = self.path.rpartition("/")
+        return head or ("/" if self.path.startswith("/") else ".")
+
+    @property
+    def prefix(self) -> str:
+        """The two-character file prefix."""
+        return self.path.rpartition("/")[2]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorSettings:
+    """``error.*`` (§10.4)."""
+
+    policy: str = "abend"  # 'abend' | 'discard'
+    file: str = "dirrpt/msgcap.dsc"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogSettings:
+    """``gg.log*`` (§11). ``file`` None means ``dirrpt/<trail.extract>.log``."""
+
+    level: str = "INFO"  # 'ERROR' | 'WARN' | 'INFO' | 'DEBUG'
+    file: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything one properties file configures; only the selected parser's section is set."""
+
+    file: str = "<string>"
+    parser_type: str = "delim"  # 'fixed' | 'delim' | 'xml'
+    fixed: FixedSettings | None = None
+    delim: DelimSettings | None = None
+    xml: XmlSettings | None = None
+    jms: JmsSettings = JmsSettings()
+    trail: TrailSettings = TrailSettings()
+    checkpoint_dir: str = "dirchk"
+    archive_dir: str | None = None
+    error: ErrorSettings = ErrorSettings()
+    log: LogSettings = LogSettings()
+    report_http: tuple[str, int] | None = None
+    lines: dict[str, int] = field(default_factory=dict)  # canonical property -> line
+
+    def where(self, prop: str) -> str:
+        """``file:line`` of a property (just the file when it was not set)."""
+        line = self.lines.get(prop)
+        return f"{self.file}:{line}" if line else self.file
+
+    @property
+    def parser(self) -> FixedSettings | DelimSettings | XmlSettings:
+        """The section of the selected parser."""
+        section = {"fixed": self.fixed, "delim": self.delim, "xml": self.xml}[self.parser_type]
+        assert section is not None, "settings built without their parser section"
+        return section
+
+    @property
+    def log_file(self) -> str:
+        """The log file of ``msgcap run``: ``gg.log.file`` or ``dirrpt/<trail.extract>.log``."""
+        return self.log.file or f"dirrpt/{self.trail.extract}.log"
+
+
+def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate a properties file; ``env`` defaults to ``os.environ``."""
+    from props.loader import load_file
+
+    return load_file(path, env)
+
+
+def settings_from_text(text: str, file: str = "<string>",
+                       env: Mapping[str, str] | None = None) -> Settings:
+    """Validate properties given as text (tests, embedded configurations)."""
+    from props.loader import load_text
+
+    return load_text(text, file, env)
