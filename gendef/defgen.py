@@ -96,6 +96,8 @@ class _Reader:
 
     def __init__(self, text: str, file: str) -> None:
         self.lines = [ln.rstrip("\r") for ln in text.lstrip("\ufeff").split("\n")]
+        if self.lines[-1] == "":
+            self.lines.pop()  # the final newline ends the last line; it starts no new one
         self.file = file
         self.pos = 0  # index of the next line to read
         self.version: str | None = None
