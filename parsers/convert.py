@@ -1,0 +1,144 @@
+"""Column text → trail-typed value (properties.md §2.5), one converter compiled per column.
+
+``build_converter`` looks at the column's definition once and returns a small function that
+takes the column text (never None: NULL is decided before conversion) and returns what
+``parsers.model`` says the trail stores. Numbers never pass through float; failures raise a
+``MessageError`` without a source, which the parser completes with message and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gendef.model import (
+    CHAR,
+    DATETIME,
+    INT16,
+    INT32,
+    NUMBER,
+    UINT16,
+    UINT32,
+    UINT64,
+    VARCHAR,
+    Column,
+)
+from parsers.timefmt import TimeFormat, compile_format
+from props.errors import DefinitionError, MessageError
+
+Converter = Callable[[str], Any]
+
+# Value range of the integer type codes (sourcedefs.md §4).
+_INT_RANGES = {
+    INT16: (-(1 << 15), (1 << 15) - 1),
+    UINT16: (0, (1 << 16) - 1),
+    INT32: (-(1 << 31), (1 << 31) - 1),
+    UINT32: (0, (1 << 32) - 1),
+    NUMBER: (-(1 << 63), (1 << 63) - 1),
+    UINT64: (0, (1 << 64) - 1),
+}
+
+
+def split_number(text: str) -> tuple[bool, str, str]:
+    """(negative, integer digits, fraction digits) of ``[+-]digits[.digits]``, blanks trimmed."""
+    t = text.strip()
+    negative = False
+    if t[:1] in ("-", "+"):
+        negative = t[0] == "-"
+        t = t[1:]
+    whole, dot, frac = t.partition(".")
+    if not (whole.isascii() and whole.isdigit()) or (
+            dot and not (frac.isascii() and frac.isdigit())):
+        raise MessageError(f"value {text!r} is not a number")
+    return negative, whole, frac
+
+
+def _scaled_converter(scale: int, low: int, high: int) -> Converter:
+    """Text → integer value × 10^scale, exact: extra fraction digits and overflow are errors."""
+    factor = 10 ** scale
+
+    def convert(text: str) -> int:
+        if text.isascii() and text.isdigit():  # the common case: a plain unsigned integer
+            value = int(text) * factor
+        else:
+            negative, whole, frac = split_number(text)
+            frac = frac.rstrip("0")
+            if len(frac) > scale:
+                raise MessageError(
+                    f"value {text!r} has more than {scale} fraction digits (never rounded)")
+            value = int(whole + frac.ljust(scale, "0"))
+            if negative:
+                value = -value
+        if not low <= value <= high:
+            raise MessageError(f"value {text!r} is out of range for the column type")
+        return value
+    return convert
+
+
+def canonical_number(text: str) -> str:
+    """``[+-]digits[.digits]`` without ``+``, leading zeros or trailing fraction zeros."""
+    negative, whole, frac = split_number(text)
+    whole = whole.lstrip("0") or "0"
+    frac = frac.rstrip("0")
+    out = f"{whole}.{frac}" if frac else whole
+    return "-" + out if negative and out != "0" else out
+
+
+def _number_text_converter(length: int) -> Converter:
+    def convert(text: str) -> str:
+        value = canonical_number(text)
+        if len(value) > length:
+            raise MessageError(f"value {text!r} is longer than {length} characters")
+        return value
+    return convert
+
+
+def _char_converter(length: int) -> Converter:
+    def convert(text: str) -> str:
+        if len(text) > length:
+            stripped = text.rstrip(" ")
+            if len(stripped) > length:
+                raise MessageError(f"value {text!r} is longer than CHAR({length})")
+            return stripped.ljust(length)
+        return text.ljust(length)
+    return convert
+
+
+def _varchar_converter(length: int) -> Converter:
+    def convert(text: str) -> str:
+        if len(text) > length:
+            raise MessageError(f"value {text!r} is longer than VARCHAR({length})")
+        return text
+    return convert
+
+
+def _datetime_converter(fmt: TimeFormat, length: int) -> Converter:
+    column_text = fmt.column_text
+
+    def convert(text: str) -> str:
+        return column_text(text, length)
+    return convert
+
+
+def build_converter(column: Column, dateformat: str | TimeFormat | None = None,
+                    *, table: str = "") -> Converter:
+    """The converter for one column; ``dateformat`` applies to DATETIME columns only.
+
+    Unsupported type codes fail here, at build time, naming table and column.
+    """
+    t = column.type_code
+    if t == CHAR:
+        return _char_converter(column.external_length)
+    if t == VARCHAR:
+        if column.is_number_text:
+            return _number_text_converter(column.external_length)
+        return _varchar_converter(column.external_length)
+    if t in _INT_RANGES:
+        low, high = _INT_RANGES[t]
+        return _scaled_converter(column.scale, low, high)
+    if t == DATETIME:
+        if not isinstance(dateformat, TimeFormat):
+            dateformat = compile_format(dateformat, date_only=True)
+        return _datetime_converter(dateformat, column.external_length)
+    where = f"table {table} column {column.name}" if table else f"column {column.name}"
+    raise DefinitionError(f"{where}: type {t} not supported")

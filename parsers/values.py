@@ -1,0 +1,283 @@
+"""Value expressions evaluated against a message (properties.md §2.1, §2.2, §3.2, §3.5).
+
+Each expression is compiled once into a getter ``(message, fields) -> value`` where ``fields`` is
+the sequence of header-field values of the current record (delim metadata columns, the fixed
+header record), indexed through a ``FieldIndex``. ``HeaderItems`` bundles the getters of every
+common item with the default sources of §3.2, so the fixed and delimited parsers share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from parsers.opmap import optype_mapper, txind_mapper
+from parsers.timefmt import compile_format
+from props.errors import MessageError, PropertyError
+from props.expr import (
+    JMS_HEADERS,
+    Const,
+    Expr,
+    Field,
+    JmsId,
+    JmsProp,
+    SysSeqid,
+    SysTs,
+    SysTxid,
+)
+from props.settings import ParserCommon
+
+Fields = Sequence[str | None]
+Getter = Callable[[object, Fields], str | None]
+
+_TIMESTAMP_HEADER = "timestamp"
+
+
+class FieldIndex:
+    """Header-field names → positions, matched case-insensitively (``normalize`` folds names).
+
+    Fixed-width headers pass ``props.expr.normalize_field`` so that ``-`` equals ``_``.
+    """
+
+    __slots__ = ("names", "_index", "_normalize")
+
+    def __init__(self, names: Iterable[str],
+                 normalize: Callable[[str], str] = str.upper) -> None:
+        self.names = tuple(names)
+        self._normalize = normalize
+        self._index: dict[str, int] = {}
+        for i, name in enumerate(self.names):
+            self._index.setdefault(normalize(name), i)
+
+    def get(self, name: str) -> int | None:
+        return self._index.get(self._normalize(name))
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+
+def jms_header_name(name: str) -> str:
+    """The STOMP header a ``$NAME`` reads: the §2.2 mapping of JMS standard names, else NAME."""
+    return JMS_HEADERS.get(name.lower(), name)
+
+
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
+    """A header looked up exactly, then case-insensitively; None when absent."""
+    value = headers.get(name)
+    if value is None:
+        lower = name.lower()
+        for key, candidate in headers.items():
+            if key.lower() == lower:
+                return candidate
+    return value
+
+
+def describe(expr: Expr) -> str:
+    """How errors name an expression's source."""
+    if isinstance(expr, Field):
+        return f"field {expr.name}"
+    if isinstance(expr, JmsProp):
+        return f"${expr.name}"
+    if isinstance(expr, JmsId):
+        return "$jmsid"
+    if isinstance(expr, Const):
+        return f'"{expr.text}"'
+    return {SysTs: "*ts", SysSeqid: "*seqid", SysTxid: "*txid"}.get(type(expr), repr(expr))
+
+
+def _field_position(expr: Field, fields: FieldIndex | None, prop: str) -> int:
+    i = fields.get(expr.name) if fields is not None else None
+    if i is None:
+        known = ", ".join(fields.names) if fields is not None else "none"
+        raise PropertyError(f"no header field named {expr.name} (header fields: {known})",
+                            prop=prop)
+    return i
+
+
+def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
+                  required: bool = False) -> Getter:
+    """A getter for a text-valued expression.
+
+    It returns the text, or None for ``*seqid``/``*txid`` (assigned by the assembler) and for
+    an absent optional source; an absent ``required`` source is a MessageError.
+    """
+    if isinstance(expr, (SysSeqid, SysTxid)):
+        return lambda message, values: None
+    if isinstance(expr, Const):
+        text = expr.text
+        return lambda message, values: text
+    if isinstance(expr, JmsId):
+        return lambda message, values: message.id
+    if isinstance(expr, Field):
+        i = _field_position(expr, fields, prop)
+        if not required:
+            return lambda message, values: values[i]
+        what = f"no value for {prop} ({describe(expr)} is NULL)"
+
+        def field_value(message, values: Fields) -> str:
+            value = values[i]
+            if value is None:
+                raise MessageError(what)
+            return value
+        return field_value
+    if isinstance(expr, JmsProp):
+        name = jms_header_name(expr.name)
+        if not required:
+            return lambda message, values: header_value(message.headers, name)
+        what = f"no value for {prop} (header {name} is absent)"
+
+        def prop_value(message, values: Fields) -> str:
+            value = header_value(message.headers, name)
+            if value is None:
+                raise MessageError(what)
+            return value
+        return prop_value
+    raise PropertyError(f"{describe(expr)} is not accepted here", prop=prop)
+
+
+def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
+                      prop: str) -> Callable[[object, Fields, int], int]:
+    """A getter ``(message, fields, now_us) -> µs since the epoch`` for a timestamp item.
+
+    ``*ts`` is the parse time passed in; the ``timestamp`` header is epoch milliseconds and
+    ignores the format (§2.2); any other source is text in ``fmt`` (default forms if None).
+    """
+    if isinstance(expr, SysTs):
+        return lambda message, values, now: now
+    text_of = compile_value(expr, fields, prop=prop, required=True)
+    if isinstance(expr, JmsProp) and jms_header_name(expr.name).lower() == _TIMESTAMP_HEADER:
+        def millis(message, values: Fields, now: int) -> int:
+            text = text_of(message, values)
+            try:
+                return int(text.strip()) * 1000
+            except ValueError:
+                raise MessageError(
+                    f"{prop}: header timestamp {text!r} is not epoch milliseconds") from None
+        return millis
+    micros = compile_format(fmt, prop=f"{prop}.format").micros
+
+    def parsed(message, values: Fields, now: int) -> int:
+        text = text_of(message, values)
+        try:
+            return micros(text)
+        except MessageError as error:
+            raise MessageError(f"{prop} ({describe(expr)}): {error.reason}") from None
+    return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderItems:
+    """Compiled getters of the items every operation needs (§3.2), defaults applied.
+
+    ``txind`` is None when no indicator is configured (one transaction per message). ``used``
+    holds the header-field positions some item reads (fixed-width outputs the others).
+    """
+
+    table: Callable[[object, Fields], str]
+    optype: Callable[[object, Fields], str]
+    timestamp: Callable[[object, Fields, int], int]
+    seqid: Getter
+    txid: Getter
+    txind: Callable[[object, Fields], int] | None
+    txname: Getter
+    txowner: Getter
+    used: frozenset[int]
+
+
+def _default(configured: Expr | None, fields: FieldIndex, name: str,
+             fallback: Expr | None) -> Expr | None:
+    if configured is not None:
+        return configured
+    return Field(name) if name in fields else fallback
+
+
+def compile_table(common: ParserCommon, fields: FieldIndex, *,
+                  prefix: str) -> tuple[Callable[[object, Fields], str], list[Expr]]:
+    """The table-name getter (§3.2, §3.5) and the expressions it reads.
+
+    Precedence: ``<p>.schemaandtable``, ``<p>.table`` (with ``<p>.schema``), header field
+    ``schemaandtable``, header field ``table`` (with field ``schema``). Several table sources
+    are concatenated after trimming trailing blanks from each.
+    """
+    if common.schemaandtable is not None:
+        sources, schema = [common.schemaandtable], None
+    elif common.table:
+        sources = list(common.table)
+        schema = _default(common.schema, fields, "schema", None)
+    elif "schemaandtable" in fields:
+        sources, schema = [Field("schemaandtable")], None
+    elif "table" in fields:
+        sources = [Field("table")]
+        schema = _default(common.schema, fields, "schema", None)
+    else:
+        raise PropertyError("no table source: set it or name a header field schemaandtable "
+                            "or table", prop=f"{prefix}.table")
+    prop = f"{prefix}.schemaandtable" if common.schemaandtable is not None else f"{prefix}.table"
+    parts = [compile_value(e, fields, prop=prop, required=True) for e in sources]
+    schema_of = (compile_value(schema, fields, prop=f"{prefix}.schema")
+                 if schema is not None else None)
+    exprs = sources + ([schema] if schema is not None else [])
+
+    def table(message, values: Fields) -> str:
+        if len(parts) == 1:
+            name = parts[0](message, values).strip()
+        else:
+            name = "".join(part(message, values).rstrip() for part in parts).strip()
+        if not name:
+            raise MessageError(f"{prop}: empty table name")
+        if "." in name:
+            return name
+        owner = schema_of(message, values) if schema_of is not None else None
+        owner = owner.strip() if owner else ""
+        if not owner:
+            raise MessageError(f"table {name!r}: two-part name needed (no schema)")
+        return f"{owner}.{name}"
+    return table, exprs
+
+
+def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> HeaderItems:
+    """Compile every common item of a fixed or delimited parser against its header fields."""
+    table, table_exprs = compile_table(common, fields, prefix=prefix)
+    optype_expr = _default(common.optype, fields, "optype", None)
+    if optype_expr is None:
+        raise PropertyError("no optype source: set it or name a header field optype",
+                            prop=f"{prefix}.optype")
+    timestamp_expr = _default(common.timestamp, fields, "timestamp", SysTs())
+    seqid_expr = _default(common.seqid, fields, "id", JmsId())
+    txid_expr = common.txid if common.txid is not None else SysTxid()
+    txind_expr = _default(common.txind, fields, "txind", None)
+
+    optype_text = compile_value(optype_expr, fields, prop=f"{prefix}.optype", required=True)
+    to_optype = optype_mapper(common.optype_values)
+
+    def optype(message, values: Fields) -> str:
+        return to_optype(optype_text(message, values))
+
+    txind = None
+    if txind_expr is not None:
+        txind_text = compile_value(txind_expr, fields, prop=f"{prefix}.txind", required=True)
+        to_txind = txind_mapper(common.txind_values)
+
+        def txind(message, values: Fields) -> int:
+            return to_txind(txind_text(message, values))
+
+    def getter(expr: Expr | None, item: str, required: bool) -> Getter:
+        if expr is None:
+            return lambda message, values: None
+        return compile_value(expr, fields, prop=f"{prefix}.{item}", required=required)
+
+    exprs = [*table_exprs, optype_expr, timestamp_expr, seqid_expr, txid_expr, txind_expr,
+             common.txname, common.txowner]
+    used = frozenset(fields.get(e.name) for e in exprs if isinstance(e, Field))
+    return HeaderItems(
+        table=table,
+        optype=optype,
+        timestamp=compile_timestamp(timestamp_expr, common.timestamp_format, fields,
+                                    prop=f"{prefix}.timestamp"),
+        seqid=getter(seqid_expr, "seqid", True),
+        txid=getter(txid_expr, "txid", True),
+        txind=txind,
+        txname=getter(common.txname, "txname", False),
+        txowner=getter(common.txowner, "txowner", False),
+        used=used,
+    )
