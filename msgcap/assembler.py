@@ -1,0 +1,425 @@
+"""Transaction assembly: parsed Ops → trail transactions (properties.md §3.4, §3.6, §9.2, §10.1).
+
+The assembler is fed one message's Ops at a time and returns the transactions that message
+completed. It owns the state that must survive between messages and across restarts:
+
+* the open transaction of a txind span (contiguous, never interleaved);
+* the ``*seqid`` / ``*txid`` counters and the duplicate mark (S, k) = (seqid, ordinal) of the last
+  operation accepted, all restored from the trail's ``Recovery`` on start;
+* the image rules that pick which columns each record carries (trail-format.md §6).
+
+A message is all or nothing: if any of its Ops is rejected, the state is rolled back to what it
+was before the message, so ``error.policy=discard`` can drop it and go on (a transaction left open
+by earlier messages stays open). The live capture, replay and Spark batch use it unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gendef.model import Table
+from msgcap.trail.records import (
+    IOTYPE_DELETE,
+    IOTYPE_FIELDCOMP,
+    IOTYPE_INSERT,
+    IOTYPE_PKUPDATE,
+    IOTYPE_TRUNCATE,
+    IOTYPE_UPDATE,
+    TrailRecord,
+    TrailTransaction,
+)
+from parsers.model import (
+    DELETE,
+    INSERT,
+    MISSING,
+    TRUNCATE,
+    TX_BEGIN,
+    TX_END,
+    TX_MIDDLE,
+    TX_WHOLE,
+    UPDATE,
+    Message,
+    Op,
+)
+from props.errors import MessageError
+
+_TXIND_NAMES = {TX_BEGIN: "begin", TX_MIDDLE: "middle", TX_END: "end", TX_WHOLE: "whole"}
+_OP_NAMES = {INSERT: "insert", UPDATE: "update", DELETE: "delete", TRUNCATE: "truncate"}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRules:
+    """Which columns updates and deletes carry (``trail.compress*``, ``trail.getupdatebefores``).
+
+    ``pk_updates`` is False for the delimited parser, which cannot express a key change: such an
+    update is a message error there instead of an IOType 115 record.
+    """
+
+    compress_updates: bool = True
+    get_update_befores: bool = False
+    compress_deletes: bool = True
+    pk_updates: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ImageRules:
+        trail = settings.trail
+        return cls(trail.compressupdates, trail.getupdatebefores, trail.compressdeletes,
+                   settings.parser_type != "delim")
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """What the assembler continues from: the trail's last complete transaction.
+
+    Built from the writer's ``Recovery`` (``from_recovery``); ``None`` fields mean an empty trail.
+    """
+
+    last_seqid: str | None = None
+    last_ordinal: int = 0
+    last_txid: str | None = None
+
+    @classmethod
+    def from_recovery(cls, recovery: Any) -> Restart:
+        if recovery is None:
+            return cls()
+        return cls(getattr(recovery, "last_seqid", None) or None,
+                   getattr(recovery, "last_audit_pos", 0) or 0,
+                   getattr(recovery, "last_txid", None) or None)
+
+
+@dataclass(slots=True)
+class Assembled:
+    """A complete transaction, and the messages to acknowledge once it is durable.
+
+    ``messages`` are those whose last written operation is in this transaction; ``ops`` counts
+    its operations per (table, optype) for reports.
+    """
+
+    tx: TrailTransaction
+    messages: list[Message]
+    ops: dict[tuple[str, str], int]
+    first_message: str
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one message produced: completed transactions and how the message is acknowledged.
+
+    ``ack_now``: nothing of the message waits for the trail (no operations, or all skipped as
+    already written), so it can be acknowledged at once. Otherwise it is in the ``messages`` of one
+    of ``completed`` or of a transaction still open. ``duplicate``: it had operations and every one
+    was already in the trail (§9.2). ``skipped_transactions`` counts transactions dropped as such.
+    """
+
+    completed: list[Assembled] = field(default_factory=list)
+    ack_now: bool = False
+    duplicate: bool = False
+    skipped_transactions: int = 0
+
+
+class _OpenTx:
+    """A transaction being assembled (possibly over several messages)."""
+
+    __slots__ = (
+        "first_message",
+        "given_txid",
+        "messages",
+        "ops",
+        "records",
+        "skipping",
+        "txid",
+        "txname",
+        "txowner",
+    )
+
+    def __init__(self, txid: str, given_txid: str | None, op: Op, skipping: bool,
+                 first_message: str) -> None:
+        self.txid = txid
+        self.given_txid = given_txid
+        self.txname = op.txname
+        self.txowner = op.txowner
+        self.records: list[TrailRecord] = []
+        self.messages: list[Message] = []
+        self.ops: list[tuple[str, str]] = []
+        self.skipping = skipping
+        self.first_message = first_message
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.records), len(self.messages), len(self.ops)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        del self.records[mark[0]:]
+        del self.messages[mark[1]:]
+        del self.ops[mark[2]:]
+
+    def finish(self) -> Assembled:
+        counts: dict[tuple[str, str], int] = {}
+        for key in self.ops:
+            counts[key] = counts.get(key, 0) + 1
+        tx = TrailTransaction(self.txid, self.records, self.txname, self.txowner)
+        return Assembled(tx, self.messages, counts, self.first_message)
+
+
+class Assembler:
+    """Ops of successive messages → complete TrailTransactions, per the rules of the module doc."""
+
+    def __init__(self, rules: ImageRules | None = None, restart: Restart | None = None) -> None:
+        self.rules = rules or ImageRules()
+        restart = restart or Restart()
+        self._seq = _counter(restart.last_seqid, 20)
+        self._txid = _counter(restart.last_txid, None)
+        self._last: tuple[str, int] | None = (
+            (restart.last_seqid, restart.last_ordinal) if restart.last_seqid else None)
+        self._open: _OpenTx | None = None
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def open_transaction(self) -> str | None:
+        """Name of the first message of the open transaction, or None."""
+        return self._open.first_message if self._open else None
+
+    @property
+    def last_written(self) -> tuple[str, int] | None:
+        """(seqid, ordinal) of the last operation accepted: the duplicate mark of §9.2."""
+        return self._last
+
+    def finish(self) -> None:
+        """End of a finite input: an open transaction is an error naming its first message."""
+        if self._open is not None:
+            raise MessageError(
+                f"transaction {self._open.txid} begun here has no end record at the end of "
+                "the input", source=self._open.first_message, position="txind")
+
+    # -- one message ----------------------------------------------------------------------------
+
+    def add(self, message: Message, ops: Sequence[Op]) -> Outcome:
+        """Assemble one message's Ops; on a MessageError nothing of the message is kept."""
+        saved = (self._seq, self._txid, self._last, self._open)
+        mark = self._open.mark() if self._open is not None else None
+        try:
+            return self._add(message, ops)
+        except MessageError as exc:
+            self._seq, self._txid, self._last, self._open = saved
+            if self._open is not None and mark is not None:
+                self._open.rollback(mark)
+            raise exc.located(message.name) from None
+
+    def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
+        out = Outcome()
+        if not ops:
+            out.ack_now = True
+            return out
+        name = message.name
+        holder: _OpenTx | None = None  # the last written transaction holding one of our ops
+        written = 0
+        if ops[0].txind is None:
+            if self._open is not None:
+                raise MessageError(
+                    f"a message without txind while transaction {self._open.txid} (begun in "
+                    f"{self._open.first_message}) is open: transactions must not interleave",
+                    position="txind")
+            first = ops[0]
+            for op in ops:
+                if op.txind is not None:
+                    raise MessageError("operations with and without txind in one message",
+                                       position=_where(op))
+                if op.txid != first.txid:
+                    raise MessageError(
+                        f"txid {op.txid!r} differs from the message's first txid "
+                        f"{first.txid!r} (without txind a message is one transaction)",
+                        position=_where(op))
+            tx = self._begin(first, name)
+            for op in ops:
+                written += self._append(tx, op)
+            holder = tx if not tx.skipping else None
+            self._complete(tx, out)
+        else:
+            for op in ops:
+                ind = op.txind
+                if ind is None:
+                    raise MessageError("operations with and without txind in one message",
+                                       position=_where(op))
+                tx = self._open
+                if ind == TX_BEGIN or ind == TX_WHOLE:
+                    if tx is not None:
+                        raise MessageError(
+                            f"txind {_TXIND_NAMES[ind]} while transaction {tx.txid} (begun in "
+                            f"{tx.first_message}) is open: transactions must not interleave",
+                            position=_where(op))
+                    tx = self._open = self._begin(op, name)
+                elif ind == TX_MIDDLE or ind == TX_END:
+                    if tx is None:
+                        raise MessageError(
+                            f"txind {_TXIND_NAMES[ind]} without an open transaction",
+                            position=_where(op))
+                    if op.txid != tx.given_txid:
+                        raise MessageError(
+                            f"txid {op.txid!r} differs from the open transaction's txid "
+                            f"{tx.given_txid!r}: transactions must not interleave",
+                            position=_where(op))
+                else:
+                    raise MessageError(f"unknown txind {ind!r}", position=_where(op))
+                n = self._append(tx, op)
+                written += n
+                if n:
+                    holder = tx
+                if ind == TX_END or ind == TX_WHOLE:
+                    self._open = None
+                    self._complete(tx, out)
+        if written == 0:
+            out.ack_now = True
+            out.duplicate = True
+        elif holder is not None:
+            holder.messages.append(message)
+        return out
+
+    def _begin(self, op: Op, name: str) -> _OpenTx:
+        skipping = self._is_written(op)
+        if op.txid is None:
+            if skipping:
+                txid = ""
+            else:
+                self._txid += 1
+                txid = str(self._txid)
+        else:
+            txid = op.txid
+        return _OpenTx(txid, op.txid, op, skipping, name)
+
+    def _complete(self, tx: _OpenTx, out: Outcome) -> None:
+        if tx.skipping:
+            out.skipped_transactions += 1
+        else:
+            out.completed.append(tx.finish())
+
+    def _is_written(self, op: Op) -> bool:
+        """True when the op is at or before the duplicate mark (S, k) (§9.2)."""
+        last = self._last
+        seqid = op.seqid
+        if last is None or seqid is None:
+            return False
+        s, k = last
+        if len(seqid) != len(s):
+            raise MessageError(
+                f"seqid {seqid!r} has {len(seqid)} characters, the previous one {s!r} "
+                f"{len(s)}: seqids must be fixed-width", position=_where(op))
+        return seqid < s or (seqid == s and op.ordinal <= k)
+
+    def _append(self, tx: _OpenTx, op: Op) -> int:
+        """Add one op's records to ``tx``; 0 when it is skipped as already written, else 1."""
+        if self._is_written(op) != tx.skipping:
+            raise MessageError(
+                f"seqid {op.seqid} ordinal {op.ordinal}: transaction {tx.txid or '?'} is only "
+                "partly in the trail already (seqids do not increase)", position=_where(op))
+        if tx.skipping:
+            return 0
+        seqid = op.seqid
+        if seqid is None:
+            self._seq += 1
+            seqid = f"{self._seq:020d}"
+        tx.records.extend(self.records(op, seqid))
+        tx.ops.append((op.table.name, op.optype))
+        self._last = (seqid, op.ordinal)
+        return 1
+
+    # -- image rules ----------------------------------------------------------------------------
+
+    def records(self, op: Op, seqid: str) -> list[TrailRecord]:
+        """The trail records of one operation (trail-format.md §6)."""
+        table, optype = op.table, op.optype
+        if optype == INSERT:
+            after = _image(op, op.after, "after")
+            _check_keys(op, after)
+            return [TrailRecord(table, IOTYPE_INSERT, "A", op.timestamp, seqid, op.ordinal,
+                                list(after))]
+        if optype == UPDATE:
+            return self._update(op, seqid)
+        if optype == DELETE:
+            before = _image(op, op.before if op.before is not None else op.after, "before")
+            _check_keys(op, before)
+            if self.rules.compress_deletes:
+                values = _only(before, table.key_indexes)
+            else:
+                values = list(before)
+            return [TrailRecord(table, IOTYPE_DELETE, "B", op.timestamp, seqid, op.ordinal,
+                                values)]
+        if optype == TRUNCATE:
+            return [TrailRecord(table, IOTYPE_TRUNCATE, "A", op.timestamp, seqid, op.ordinal,
+                                [MISSING] * len(table.columns))]
+        raise MessageError(f"unknown operation type {optype!r}", position=_where(op))
+
+    def _update(self, op: Op, seqid: str) -> list[TrailRecord]:
+        table, rules = op.table, self.rules
+        after = _image(op, op.after, "after")
+        before = op.before
+        _check_keys(op, after)
+        keys = table.key_indexes
+        pk_change = before is not None and table.has_declared_keys and any(
+            before[i] is not MISSING and before[i] != after[i] for i in keys)
+        if rules.compress_updates:
+            iotype = IOTYPE_FIELDCOMP
+            values = [MISSING] * len(after)
+            for i in keys:
+                values[i] = after[i]
+            for i, v in enumerate(after):
+                if v is not MISSING and (before is None or before[i] is MISSING
+                                         or before[i] != v):
+                    values[i] = v
+        else:
+            iotype = IOTYPE_UPDATE
+            values = list(after)
+        key_before = None
+        if pk_change:
+            if not rules.pk_updates:
+                changed = next(table.columns[i].name for i in keys
+                               if before[i] is not MISSING and before[i] != after[i])
+                raise MessageError(
+                    f"key column {changed} changes ({before[keys[0]]!r} → …): primary-key "
+                    "updates are not supported by the delimited parser",
+                    position=f"column {changed}")
+            iotype = IOTYPE_PKUPDATE
+            key_before = _only(before, keys)
+        out = []
+        if rules.get_update_befores and before is not None:
+            bvalues = [before[i] if v is not MISSING else MISSING for i, v in enumerate(values)]
+            out.append(TrailRecord(table, iotype, "B", op.timestamp, seqid, op.ordinal, bvalues))
+        out.append(TrailRecord(table, iotype, "A", op.timestamp, seqid, op.ordinal, values,
+                               key_before))
+        return out
+
+
+def _counter(last: str | None, width: int | None) -> int:
+    """A system counter continued from the last value written (0 when it was not ours)."""
+    if last and last.isdigit() and (width is None or len(last) == width):
+        return int(last)
+    return 0
+
+
+def _where(op: Op) -> str:
+    return f"table {op.table.name} operation {op.ordinal}"
+
+
+def _image(op: Op, values: list[Any] | None, which: str) -> list[Any]:
+    if values is None:
+        raise MessageError(f"{_OP_NAMES.get(op.optype, op.optype)} without {which} values",
+                           position=_where(op))
+    return values
+
+
+def _check_keys(op: Op, values: list[Any]) -> None:
+    table: Table = op.table
+    if not table.has_declared_keys:
+        return
+    for i in table.key_indexes:
+        if values[i] is MISSING:
+            raise MessageError(f"key column {table.columns[i].name} is missing",
+                               position=f"table {table.name} column {table.columns[i].name}")
+
+
+def _only(values: list[Any], indexes: Sequence[int]) -> list[Any]:
+    out = [MISSING] * len(values)
+    for i in indexes:
+        out[i] = values[i]
+    return out

@@ -1,0 +1,181 @@
+"""Message dumps (properties.md §13): read the three forms into Messages, write dump entries.
+
+One format is shared by ``archive.dir``, the discard file, ``msgcap replay``, ``msgcap batch`` and
+``msgcap send``, so reading and writing live here as plain functions:
+
+* JSON Lines (``*.jsonl``): ``{"id", "headers", "body" | "body_b64"}`` per line; a line that holds
+  ``"message"`` (a discard-file record, §10.4) yields that message. Discard files (``*.dsc``) are
+  JSON Lines too.
+* text lines (``lines=True``): each line is a body, id ``<file name>:<line>``;
+* any other file: one message, the whole file, id = file name.
+
+Every message gets ``origin`` ``path:line`` (or ``path``) so errors can name where it came from.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import glob
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from parsers.model import Message
+from props.errors import SourceError
+
+JSONL_SUFFIXES = (".jsonl", ".dsc")
+_GLOB_CHARS = frozenset("*?[")
+
+
+def expand_inputs(patterns: Iterable[str]) -> list[str]:
+    """Input paths in the order given; globs expanded in name order, directories to their files.
+
+    A directory contributes its regular, non-hidden files in byte-wise name order. A path or
+    glob that names nothing is an error, so a typo never turns into an empty replay.
+    """
+    out: list[str] = []
+    for pattern in patterns:
+        if os.path.isdir(pattern):
+            names = sorted(n for n in os.listdir(pattern) if not n.startswith("."))
+            out.extend(p for p in (os.path.join(pattern, n) for n in names) if os.path.isfile(p))
+        elif os.path.exists(pattern):
+            out.append(pattern)
+        elif _GLOB_CHARS & set(pattern):
+            found = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+            if not found:
+                raise SourceError("no file matches", url=pattern)
+            out.extend(found)
+        else:
+            raise SourceError("no such file", url=pattern)
+    return out
+
+
+def read_messages(paths: Iterable[str], *, lines: bool = False) -> Iterator[Message]:
+    """All messages of the dump files, file by file, in order."""
+    for path in paths:
+        yield from read_dump(path, lines=lines)
+
+
+def read_dump(path: str, *, lines: bool = False) -> Iterator[Message]:
+    """The messages of one dump file; its form follows from ``lines`` and the file name."""
+    if lines:
+        return read_text_lines(path)
+    if path.endswith(JSONL_SUFFIXES):
+        return read_jsonl(path)
+    return iter((read_whole_file(path),))
+
+
+def read_jsonl(path: str) -> Iterator[Message]:
+    """JSON Lines entries; blank lines skipped, a malformed line is an error naming file:line."""
+    with _open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                obj = json.loads(raw)
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise SourceError(f"not a JSON object: {exc}", url=where) from None
+            yield message_from_entry(obj, where)
+
+
+def read_text_lines(path: str) -> Iterator[Message]:
+    """Each non-empty line (terminator ``\\n`` or ``\\r\\n`` removed) is one message body."""
+    name = os.path.basename(path)
+    with _open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            if not raw:
+                continue
+            yield Message(f"{name}:{number}", {}, _body(raw), None, f"{path}:{number}")
+
+
+def read_whole_file(path: str) -> Message:
+    """One file, one message: id = file name, body = the bytes (text when valid UTF-8)."""
+    with _open(path, "rb") as fh:
+        data = fh.read()
+    return Message(os.path.basename(path), {}, _body(data), None, path)
+
+
+def message_from_entry(obj: Any, where: str) -> Message:
+    """A Message from one decoded dump entry (or a discard record holding one)."""
+    if isinstance(obj, dict) and "message" in obj and "id" not in obj:
+        obj = obj["message"]
+    if not isinstance(obj, dict):
+        raise SourceError("a dump entry must be a JSON object", url=where)
+    ident = obj.get("id")
+    if not isinstance(ident, str):
+        raise SourceError('"id" must be a string', url=where)
+    headers = obj.get("headers") or {}
+    if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise SourceError('"headers" must map strings to strings', url=where)
+    has_body, has_b64 = "body" in obj, "body_b64" in obj
+    if has_body == has_b64:
+        raise SourceError('exactly one of "body" and "body_b64" is needed', url=where)
+    if has_body:
+        body = obj["body"]
+        if not isinstance(body, str):
+            raise SourceError('"body" must be a string', url=where)
+    else:
+        try:
+            body = base64.b64decode(obj["body_b64"], validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise SourceError('"body_b64" is not valid Base64', url=where) from None
+    return Message(ident, headers, body, None, where)
+
+
+def entry(message: Message, *, id: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The dump entry of a message; ``id`` overrides the message's (e.g. the raw source id).
+
+    Bytes that are valid UTF-8 are written as ``body``, others as ``body_b64`` (§13). ``extra``
+    keys (``received`` for the archive) follow the standard ones.
+    """
+    out: dict[str, Any] = {"id": message.id if id is None else id, "headers": message.headers}
+    body = message.body
+    if isinstance(body, bytes):
+        try:
+            out["body"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            out["body_b64"] = base64.b64encode(body).decode("ascii")
+    else:
+        out["body"] = body
+    out.update(extra)
+    return out
+
+
+def entry_line(message: Message, *, id: str | None = None, **extra: Any) -> str:
+    """One JSON Lines line (with its ``\\n``) for a message."""
+    return dumps_line(entry(message, id=id, **extra))
+
+
+def dumps_line(obj: Any) -> str:
+    """A compact, UTF-8-friendly JSON line; the one encoding every dump writer uses."""
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": ")) + "\n"
+
+
+def write_jsonl(path: str, messages: Iterable[Message]) -> int:
+    """Write messages as a JSON Lines dump (tests, demos, ``msgcap send`` inputs); returns count."""
+    count = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for message in messages:
+            fh.write(entry_line(message))
+            count += 1
+    return count
+
+
+def _body(data: bytes) -> str | bytes:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+def _open(path: str, mode: str):
+    try:
+        return open(path, mode)
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc), url=path) from None

@@ -1,0 +1,172 @@
+"""Message ids (properties.md §9.1): ``jms.id`` → a function of the message, plus the width rule.
+
+``id_function(mode)`` turns the configured mode into ``Message -> str``; ``MessageIds`` applies it
+to every message, keeps ``time`` ids strictly increasing (also across restarts, from the last id
+recovered) and stops capture when the id width changes — a message error would let the rest of
+the stream be compared as strings of different widths, so that one is never discardable.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+
+from parsers.model import Message
+from props.errors import MessageError, MsgcapError, PropertyError
+from props.expr import JMS_HEADERS
+
+IdFunction = Callable[[Message], str]
+
+# start (13) + instance (5) + conn (10) + session (10) + producer (10) + seq (16) = 64 digits.
+_ACTIVEMQ_WIDTHS = (13, 5, 10, 10, 10, 16)
+
+
+class IdWidthError(MsgcapError):
+    """A message id whose width differs from the previous one: capture stops (never discarded)."""
+
+
+def id_function(mode: str) -> IdFunction:
+    """The id function of a ``jms.id`` value (``time`` is stateful: see ``MessageIds``)."""
+    low = mode.strip().lower()
+    if low == "wmq":
+        raise PropertyError("WebSphere MQ ids are not available over STOMP; "
+                            "use a header or module:function", prop="jms.id")
+    if low == "ogg":
+        return _header_id("GG_ID")
+    if low == "activemq":
+        return activemq_message_id
+    if low == "time":
+        raise PropertyError("time ids need MessageIds (they must increase)", prop="jms.id")
+    if ":" in mode:
+        return _callable_id(mode.strip())
+    if not mode.strip():
+        raise PropertyError("empty value", prop="jms.id")
+    return _header_id(mode.strip())
+
+
+def header_value(message: Message, name: str) -> str | None:
+    """A JMS property by name (§2.2): standard JMS names mapped, else exact then any case."""
+    headers = message.headers
+    stomp = JMS_HEADERS.get(name.lower())
+    if stomp is not None:
+        value = headers.get(stomp)
+        if value is None and stomp == "message-id":
+            return message.id  # dumps and spool files carry the source id outside the headers
+        return value
+    value = headers.get(name)
+    if value is None:
+        upper = name.upper()
+        for key, v in headers.items():
+            if key.upper() == upper:
+                return v
+    return value
+
+
+def _header_id(name: str) -> IdFunction:
+    def from_header(message: Message) -> str:
+        value = header_value(message, name)
+        if value is None:
+            raise MessageError(f"no header {name} for the message id (jms.id)",
+                               source=message.name)
+        return value
+    return from_header
+
+
+def _callable_id(spec: str) -> IdFunction:
+    module_name, _, func_name = spec.partition(":")
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise PropertyError(f"cannot load {spec}: {exc}", prop="jms.id") from None
+    if not callable(func):
+        raise PropertyError(f"{spec} is not callable", prop="jms.id")
+
+    def from_callable(message: Message) -> str:
+        try:
+            value = func(message)
+        except Exception as exc:  # noqa: BLE001 - user code: its failure is the message's error
+            raise MessageError(f"{spec} failed: {exc!r}", source=message.name) from None
+        if not isinstance(value, str) or not value:
+            raise MessageError(f"{spec} returned {value!r}, not a non-empty string",
+                               source=message.name)
+        return value
+    return from_callable
+
+
+def activemq_message_id(message: Message) -> str:
+    """The ActiveMQ id ``ID:host-port-start-instance:conn:session:producer:seq`` as 64 digits."""
+    raw = header_value(message, "JMSMessageID") or ""
+    try:
+        return activemq_digits(raw)
+    except ValueError as exc:
+        raise MessageError(str(exc), source=message.name, position="jms.id=activemq") from None
+
+
+def activemq_digits(raw: str) -> str:
+    """Reformat an ActiveMQ message id (parsed from the right; missing leading numbers are 0)."""
+    if not raw.startswith("ID:"):
+        raise ValueError(f"{raw!r} is not an ActiveMQ message id")
+    head, *colon = raw[3:].split(":")
+    if len(colon) > 4 or not all(p.isdigit() for p in colon):
+        raise ValueError(f"{raw!r}: expected :conn:session:producer:seq numbers")
+    dashed = head.split("-")
+    # host-port-start-instance: host may contain '-', so take numbers from the right.
+    tail: list[str] = []
+    for part in reversed(dashed[1:]):
+        if not part.isdigit() or len(tail) == 3:
+            break
+        tail.insert(0, part)
+    start_instance = tail[-2:] if len(tail) >= 2 else tail
+    numbers = ["0"] * (2 - len(start_instance)) + start_instance
+    numbers += ["0"] * (4 - len(colon)) + colon
+    out = []
+    for value, width in zip(numbers, _ACTIVEMQ_WIDTHS, strict=True):
+        digits = value.lstrip("0") or "0"
+        if len(digits) > width:
+            raise ValueError(f"{raw!r}: part {value} does not fit in {width} digits")
+        out.append(digits.zfill(width))
+    return "".join(out)
+
+
+class MessageIds:
+    """Assigns ``$jmsid`` to messages: the configured function, fixed width, ``time`` increasing.
+
+    ``last_id`` is the id recovered at start (checkpoint or trail); it fixes the width and, for
+    ``time``, the value the next id must exceed. ``clock`` returns nanoseconds (tests pass a fake).
+    """
+
+    __slots__ = ("_clock", "_func", "_last", "_width", "mode")
+
+    def __init__(self, mode: str = "time", last_id: str | None = None,
+                 clock: Callable[[], int] = time.time_ns) -> None:
+        self.mode = mode.strip()
+        self._clock = clock
+        self._func = None if self.mode.lower() == "time" else id_function(self.mode)
+        self._last = last_id
+        self._width = len(last_id) if last_id else None
+        if self._func is None and last_id is not None and not (
+                len(last_id) == 20 and last_id.isdigit()):
+            self._last, self._width = None, 20  # recovered id of another mode: width only
+
+    @property
+    def last(self) -> str | None:
+        return self._last
+
+    def next_id(self, message: Message) -> str:
+        """The id of this message; raises MessageError (discardable) or IdWidthError (fatal)."""
+        if self._func is None:
+            now = self._clock() // 1000
+            if self._last is not None and now <= int(self._last):
+                now = int(self._last) + 1
+            ident = f"{now:020d}"
+        else:
+            ident = self._func(message)
+        if self._width is None:
+            self._width = len(ident)
+        elif len(ident) != self._width:
+            raise IdWidthError(
+                f"message {message.name}: id width changed from {self._width} to {len(ident)} "
+                f"(previous id {self._last!r}, new id {ident!r}); jms.id ids must be fixed-width")
+        self._last = ident
+        return ident
