@@ -259,7 +259,7 @@ def tokenize(text: str, file: str | None = None) -> list[Token | _Comment]:
             stripped = raw.lstrip()
             if stripped.startswith(">>"):
                 continue
-            if stripped.startswith("*>") or stripped.startswith("*"):
+            if stripped.startswith("*"):
                 out.append(_Comment(stripped.lstrip("*>").strip(), lineno))
                 continue
             cut = raw.find("*>")

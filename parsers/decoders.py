@@ -1,0 +1,370 @@
+"""Per-field decoders for copybook layouts, chosen once per field (STYLE.md §1.3).
+
+``decoder_for(field, encoding)`` looks at usage × sign × size × scale once and returns a closure
+that turns the field's slice of a message (bytes, or text for text messages) into its value:
+``str`` for alphanumeric items, ``int`` for integral numbers, ``Decimal`` for scaled ones and
+floats, ``None`` for a blank numeric field (SQL NULL). Bad bytes raise ``MessageError``; the
+fixed-width parser adds the message id, the Cobrix conformance harness maps them to null.
+
+Binary fields are big-endian: ``struct.Struct`` for 2/4/8 bytes, ``int.from_bytes`` otherwise;
+packed decimals go through a 256-entry nibble table; zoned (DISPLAY) numbers accept a separate
+``+``/``-``, ``.``/``,`` as the point, blanks around, and overpunched signs (ASCII ``{``, ``A``–``I``,
+``}``, ``J``–``R``, ``p``–``y``; EBCDIC zones C/F and D). ``cp1047`` is registered as a codec here.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Context, Decimal, localcontext
+
+from gendef.copybook import COMP, COMP1, COMP2, COMP3, COMP5, DISPLAY, FieldLayout
+from props.errors import MessageError, PropertyError
+
+Value = Decimal | int | str | None
+Decoder = Callable[[bytes | str], Value]
+
+_WIDE = Context(prec=80)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeOptions:
+    """Reader options that change how bytes are read (defaults: what msgcap does).
+
+    ``strict_sign_overpunching``: overpunched signs only in signed (S) fields.
+    ``floating_point_format``: ``IBM`` (hexadecimal, z/Architecture) or ``IEEE754`` big-endian.
+    ``blank_is_null``: a numeric field of only blanks / NUL bytes is NULL (else an error).
+    """
+
+    strict_sign_overpunching: bool = True
+    floating_point_format: str = "IBM"
+    blank_is_null: bool = True
+
+
+DEFAULT_OPTIONS = DecodeOptions()
+
+
+# -- cp1047 ------------------------------------------------------------------------------------
+
+def _cp1047_table() -> str:
+    """IBM-1047 (Latin-1 open systems EBCDIC): cp037 with six code points moved."""
+    table = list(bytes(range(256)).decode("cp037"))
+    for byte, char in ((0x5F, "^"), (0xAD, "["), (0xB0, "¬"), (0xBA, "Ý"), (0xBB, "¨"),
+                       (0xBD, "]")):
+        table[byte] = char
+    return "".join(table)
+
+
+_CP1047_DECODE = _cp1047_table()
+_CP1047_ENCODE = codecs.charmap_build(_CP1047_DECODE)
+
+
+class _Cp1047(codecs.Codec):
+    def encode(self, text: str, errors: str = "strict") -> tuple[bytes, int]:
+        return codecs.charmap_encode(text, errors, _CP1047_ENCODE)
+
+    def decode(self, data: bytes, errors: str = "strict") -> tuple[str, int]:
+        return codecs.charmap_decode(data, errors, _CP1047_DECODE)
+
+
+def _search(name: str) -> codecs.CodecInfo | None:
+    if name.replace("-", "").replace("_", "").lower() not in ("cp1047", "ibm1047"):
+        return None
+    c = _Cp1047()
+    return codecs.CodecInfo(c.encode, c.decode, name="cp1047")
+
+
+_registered = False
+
+
+def lookup_codec(encoding: str) -> codecs.CodecInfo:
+    """The codec of ``fixed.encoding`` (cp1047 included); an unknown name is a PropertyError."""
+    global _registered
+    if not _registered:
+        codecs.register(_search)
+        _registered = True
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        raise PropertyError(f"unknown encoding {encoding!r}", prop="fixed.encoding") from None
+    return info
+
+
+def is_ebcdic(info: codecs.CodecInfo) -> bool:
+    """True for code pages where the digits are 0xF0–0xF9."""
+    try:
+        return info.decode(b"\xf0\xf9")[0] == "09"
+    except UnicodeDecodeError:
+        return False
+
+
+# -- DISPLAY numbers -----------------------------------------------------------------------------
+
+_POS_OVERPUNCH = {"{": 0, **{chr(ord("A") + i): i + 1 for i in range(9)}}
+_NEG_OVERPUNCH = {"}": 0, **{chr(ord("J") + i): i + 1 for i in range(9)},
+                  **{chr(ord("p") + i): i for i in range(10)}}
+
+
+def zoned_text_table(info: codecs.CodecInfo) -> dict[int, str]:
+    """bytes → canonical characters for zoned numbers: EBCDIC zones C/D map to the ASCII
+    overpunch letters, every other byte to the code page's character."""
+    text = info.decode(bytes(range(256)), "replace")[0] if not is_ebcdic(info) else None
+    table: dict[int, str] = {}
+    if text is not None:
+        return {b: text[b] for b in range(256)}
+    for b in range(256):
+        try:
+            table[b] = info.decode(bytes([b]))[0]
+        except UnicodeDecodeError:
+            table[b] = "\ufffd"
+    for d in range(10):
+        table[0xF0 + d] = str(d)
+        table[0xC0 + d] = "{" if d == 0 else chr(ord("A") + d - 1)
+        table[0xD0 + d] = "}" if d == 0 else chr(ord("J") + d - 1)
+    table[0x00] = " "
+    return table
+
+
+def parse_display(text: str, *, unsigned: bool, allow_overpunch: bool, relaxed: bool = False
+                  ) -> tuple[int, str, int | None]:
+    """Sign, digit string and position of an explicit point in a DISPLAY number.
+
+    Blanks anywhere are ignored; ``+``/``-`` may lead or trail; ``.`` or ``,`` is the point;
+    an overpunched sign is accepted in the first or last position (anywhere, several, last one
+    wins, when ``relaxed``). Raises ValueError on anything else, or a negative unsigned value.
+    """
+    sign = 0
+    digits: list[str] = []
+    point: int | None = None
+    last = len(text) - 1
+    for i, ch in enumerate(text):
+        if "0" <= ch <= "9":
+            digits.append(ch)
+        elif ch == " " or ch == "\x00":
+            continue
+        elif ch == "+" or ch == "-":
+            if sign and not relaxed:
+                raise ValueError("two signs")
+            sign = 1 if ch == "+" else -1
+        elif ch == "." or ch == ",":
+            if point is not None:
+                raise ValueError("two decimal points")
+            point = len(digits)
+        elif ch in _POS_OVERPUNCH or ch in _NEG_OVERPUNCH:
+            if not allow_overpunch or not (relaxed or i == 0 or i == last):
+                raise ValueError(f"unexpected character {ch!r}")
+            if sign and not relaxed:
+                raise ValueError("two signs")
+            if ch in _POS_OVERPUNCH:
+                sign = 1
+                digits.append(str(_POS_OVERPUNCH[ch]))
+            else:
+                sign = -1
+                digits.append(str(_NEG_OVERPUNCH[ch]))
+        else:
+            raise ValueError(f"unexpected character {ch!r}")
+    if not digits:
+        raise ValueError("no digits")
+    if sign < 0 and unsigned:
+        raise ValueError("negative value in an unsigned field")
+    return sign, "".join(digits), point
+
+
+def display_value(sign: int, digits: str, point: int | None, scale: int, scale_factor: int
+                  ) -> Decimal:
+    """The value of parsed DISPLAY digits: explicit point, else implied scale and P scaling."""
+    neg = "-" if sign < 0 else ""
+    if point is not None:
+        return Decimal(f"{neg}{digits[:point] or '0'}.{digits[point:] or '0'}")
+    if scale_factor < 0:
+        return Decimal(f"{neg}0.{'0' * -scale_factor}{digits}")
+    if scale_factor > 0:
+        return Decimal(f"{neg}{digits}{'0' * scale_factor}")
+    if scale > len(digits):
+        raise ValueError(f"{len(digits)} digits for scale {scale}")
+    if scale == 0:
+        return Decimal(f"{neg}{digits}")
+    return Decimal(f"{neg}{digits[:-scale] or '0'}.{digits[-scale:]}")
+
+
+# -- binary ----------------------------------------------------------------------------------------
+
+_STRUCTS = {(2, True): struct.Struct(">h"), (4, True): struct.Struct(">i"),
+            (8, True): struct.Struct(">q"), (2, False): struct.Struct(">H"),
+            (4, False): struct.Struct(">I"), (8, False): struct.Struct(">Q")}
+
+_NIBBLES: tuple[str | None, ...] = tuple(
+    f"{b >> 4}{b & 15}" if (b >> 4) < 10 and (b & 15) < 10 else None for b in range(256))
+_SIGN_BYTE: tuple[tuple[str, int] | None, ...] = tuple(
+    (str(b >> 4), -1 if (b & 15) in (0xB, 0xD) else 1) if (b >> 4) < 10 and (b & 15) >= 0xA
+    else None for b in range(256))
+
+
+def _scaler(scale: int, scale_factor: int, integral: bool) -> Callable[[int], Value]:
+    """int → field value, with the implied point and P scaling applied exactly."""
+    if scale_factor > 0:
+        mult = 10 ** scale_factor
+        return (lambda v: v * mult) if integral else (lambda v: Decimal(v * mult))
+    exp = -(scale - scale_factor if scale_factor < 0 else scale)
+    if exp == 0:
+        return (lambda v: v) if integral else Decimal
+    return lambda v: Decimal(v).scaleb(exp, _WIDE)
+
+
+def ibm_float(data: bytes) -> float:
+    """IBM hexadecimal floating point (4 or 8 bytes, big-endian) → float."""
+    raw = int.from_bytes(data, "big")
+    bits = len(data) * 8
+    sign = -1.0 if raw >> (bits - 1) else 1.0
+    exponent = (raw >> (bits - 8)) & 0x7F
+    fraction = raw & ((1 << (bits - 8)) - 1)
+    return sign * fraction * 16.0 ** (exponent - 64) / float(1 << (bits - 8))
+
+
+def shortest_float32(value: float) -> str:
+    """The shortest decimal text that reads back as the same float32."""
+    pack = struct.Struct(">f")
+    target = pack.pack(value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if pack.pack(float(text)) == target:
+            return text
+    return repr(value)
+
+
+# -- the selector --------------------------------------------------------------------------------
+
+def decoder_for(field: FieldLayout, encoding: str = "ascii", *,
+                options: DecodeOptions = DEFAULT_OPTIONS) -> Decoder:
+    """The decoder closure of one field, for byte bodies in ``encoding`` (text bodies as is)."""
+    info = lookup_codec(encoding)
+    where = f"field {field.name} at offset {field.offset}"
+
+    def fail(reason: str) -> MessageError:
+        return MessageError(reason, position=where)
+
+    if field.kind == "alnum":
+        decode = info.decode
+
+        def alnum(data: bytes | str) -> str:
+            if isinstance(data, str):
+                return data
+            try:
+                return decode(data)[0]
+            except UnicodeDecodeError as e:
+                raise fail(f"bytes not valid in {encoding}: {e.reason}") from None
+        return alnum
+    if field.usage == DISPLAY:
+        return _display_decoder(field, info, options, fail)
+    if field.usage in (COMP1, COMP2):
+        return _float_decoder(field, options, fail)
+    if field.usage in (COMP, COMP5):
+        return _binary_decoder(field, fail)
+    if field.usage == COMP3:
+        return _packed_decoder(field, fail)
+    raise fail(f"unsupported usage {field.usage}")
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    """Binary fields of a text message: its characters are taken as Latin-1 bytes."""
+    return data.encode("latin-1", "replace") if isinstance(data, str) else data
+
+
+def _display_decoder(field: FieldLayout, info: codecs.CodecInfo, options: DecodeOptions,
+                     fail: Callable[[str], MessageError]) -> Decoder:
+    table = zoned_text_table(info)
+    byte_map = {b: c for b, c in table.items() if chr(b) != c}
+    unsigned = not field.signed
+    allow = field.signed or not options.strict_sign_overpunching
+    relaxed = not options.strict_sign_overpunching
+    scale, factor = field.scale, field.scale_factor
+    integral = field.effective_scale == 0 and not field.explicit_point
+    blank_is_null = options.blank_is_null
+
+    def display(data: bytes | str) -> Value:
+        text = data if isinstance(data, str) else data.decode("latin-1").translate(byte_map)
+        if not text.strip(" \x00"):
+            if blank_is_null:
+                return None
+            raise fail("blank number")
+        try:
+            sign, digits, point = parse_display(text, unsigned=unsigned, allow_overpunch=allow,
+                                                relaxed=relaxed)
+            value = display_value(sign, digits, point, scale, factor)
+        except (ValueError, ArithmeticError) as e:
+            raise fail(f"invalid number {text!r}: {e}") from None
+        return int(value) if integral and point is None else value
+    return display
+
+
+def _binary_decoder(field: FieldLayout, fail: Callable[[str], MessageError]) -> Decoder:
+    signed, length = field.signed, field.length
+    integral = field.effective_scale == 0
+    scaled = _scaler(field.scale, field.scale_factor, integral)
+    st = _STRUCTS.get((length, signed))
+
+    if st is not None:
+        unpack = st.unpack
+
+        def binary(data: bytes | str) -> Value:
+            b = _as_bytes(data)
+            if len(b) != length:
+                raise fail(f"{len(b)} bytes for a {length}-byte binary field")
+            return scaled(unpack(b)[0])
+        return binary
+
+    def wide_binary(data: bytes | str) -> Value:
+        b = _as_bytes(data)
+        if len(b) != length:
+            raise fail(f"{len(b)} bytes for a {length}-byte binary field")
+        return scaled(int.from_bytes(b, "big", signed=signed))
+    return wide_binary
+
+
+def _packed_decoder(field: FieldLayout, fail: Callable[[str], MessageError]) -> Decoder:
+    length = field.length
+    scaled = _scaler(field.scale, field.scale_factor, field.effective_scale == 0)
+    unsigned = not field.signed
+
+    def packed(data: bytes | str) -> Value:
+        b = _as_bytes(data)
+        if len(b) != length:
+            raise fail(f"{len(b)} bytes for a {length}-byte packed field")
+        try:
+            head = "".join([_NIBBLES[x] for x in b[:-1]])  # type: ignore[misc]
+        except TypeError:
+            raise fail(f"invalid packed decimal {b.hex()}") from None
+        last = _SIGN_BYTE[b[-1]]
+        if last is None:
+            raise fail(f"invalid packed decimal sign {b.hex()}")
+        value = int(head + last[0])
+        if last[1] < 0:
+            if unsigned and value:
+                raise fail(f"negative packed decimal in an unsigned field {b.hex()}")
+            value = -value
+        return scaled(value)
+    return packed
+
+
+def _float_decoder(field: FieldLayout, options: DecodeOptions,
+                   fail: Callable[[str], MessageError]) -> Decoder:
+    single = field.usage == COMP1
+    ieee = options.floating_point_format.upper() in ("IEEE754", "IEEE")
+    unpack = struct.Struct(">f" if single else ">d").unpack
+    length = field.length
+
+    def floating(data: bytes | str) -> Value:
+        b = _as_bytes(data)
+        if len(b) != length:
+            raise fail(f"{len(b)} bytes for a {length}-byte floating point field")
+        value = unpack(b)[0] if ieee else ibm_float(b)
+        if single and not ieee:
+            value = struct.unpack(">f", struct.pack(">f", value))[0]
+        if math.isnan(value) or math.isinf(value):
+            raise fail(f"floating point value {value} is not a number")
+        with localcontext(_WIDE):
+            return Decimal(shortest_float32(value) if single else repr(value))
+    return floating
