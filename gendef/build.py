@@ -1,0 +1,145 @@
+"""The definitions a configuration uses, from its settings (sourcedefs.md §7).
+
+Two views of the same sources:
+
+* ``load_source_definitions`` — as read: a DEFGEN file's offsets kept, user-defined tables in
+  their fixed-width message layout (columns end to end). The fixed-width parser lays messages
+  out by these.
+* ``build_definitions`` — what the trail carries and ``gendef`` / ``trail.defs`` write: the
+  fixed-width header table left out, its unused columns leading every table, offsets by the
+  slot rule, DEFGEN 4.0 header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gendef.defgen import read_defs
+from gendef.model import Definitions, DefsHeader, Table
+from gendef.userdefs import user_definitions
+from props.errors import DefinitionError, PropertyError
+from props.expr import Const, Field, normalize_field
+from props.settings import FixedSettings, ParserCommon, Settings
+
+# Header fields an item reads when its property is not set (properties.md §3.2).
+_DEFAULT_FIELDS = {"optype": "OPTYPE", "timestamp": "TIMESTAMP", "seqid": "ID", "txind": "TXIND"}
+_ITEMS = ("optype", "txind", "timestamp", "seqid", "txid", "txname", "txowner", "schema",
+          "schemaandtable")
+
+
+def used_header_fields(parser: ParserCommon, header_fields: Iterable[str]) -> frozenset[str]:
+    """The header fields some ``<p>.*`` item reads, configured or by its default name.
+
+    Matching is case-insensitive with ``-`` equal to ``_``; the result holds the names as given.
+    The other header fields become columns of every table (sourcedefs.md §7.1).
+    """
+    present = {normalize_field(n): n for n in header_fields}
+    wanted: set[str] = set()
+    for item in _ITEMS:
+        expr = getattr(parser, item)
+        if isinstance(expr, Field):
+            wanted.add(expr.key)
+        elif expr is None and item in _DEFAULT_FIELDS:
+            wanted.add(_DEFAULT_FIELDS[item])
+    wanted.update(e.key for e in parser.table if isinstance(e, Field))
+    if not parser.table and parser.schemaandtable is None:
+        if "SCHEMAANDTABLE" in present:
+            wanted.add("SCHEMAANDTABLE")
+        else:
+            wanted.add("TABLE")
+            if parser.schema is None:
+                wanted.add("SCHEMA")
+    return frozenset(name for key, name in present.items() if key in wanted)
+
+
+def load_source_definitions(settings: Settings) -> Definitions:
+    """The parser's definition sources as read (see the module docstring).
+
+    DEFGEN tables come first, then user-defined tables; in copybook mode the copybook's tables.
+    """
+    parser = settings.parser
+    prefix = settings.parser_type
+    if isinstance(parser, FixedSettings) and parser.schematype == "copybook":
+        return _copybook_definitions(settings, parser)
+    users = user_definitions(parser.userdefs, prefix, layout=True)
+    if parser.sourcedefs:
+        defs = read_defs(parser.sourcedefs)
+    elif users.tables:
+        defs = Definitions()
+    else:
+        raise _error(settings, f"{prefix}.sourcedefs",
+                     "required unless every table is user-defined (<p>.userdefs.tables)")
+    for ut in parser.userdefs:
+        if defs.get(ut.name) is not None:
+            raise PropertyError(f"user-defined table {ut.name} is also defined in "
+                                f"{parser.sourcedefs}", prop=f"{prefix}.userdefs.tables",
+                                file=ut.file, line=ut.line or None)
+    return Definitions(defs.tables + users.tables, defs.header)
+
+
+def build_definitions(settings: Settings) -> Definitions:
+    """The definitions the parser uses for the trail, normalised as gendef writes them."""
+    parser = settings.parser
+    if isinstance(parser, FixedSettings) and parser.schematype == "copybook":
+        tables = _copybook_definitions(settings, parser).tables
+    elif isinstance(parser, FixedSettings):
+        tables = _fixed_sourcedefs_tables(settings, parser, load_source_definitions(settings))
+    else:
+        tables = load_source_definitions(settings).tables
+    return Definitions(tuple(t.normalized() for t in tables), DefsHeader())
+
+
+def _fixed_sourcedefs_tables(settings: Settings, parser: FixedSettings,
+                             source: Definitions) -> tuple[Table, ...]:
+    """Every table but the header, the header's unused columns first (§7.2)."""
+    header = source.get(parser.header) if parser.header else None
+    if header is None:
+        raise _error(settings, "fixed.header",
+                     f"header table {parser.header!r} is not defined in fixed.sourcedefs or "
+                     "fixed.userdefs")
+    used = used_header_fields(parser, (c.name for c in header.columns))
+    lead = [c for c in header.columns if c.name not in used]
+    tables = []
+    for table in source:
+        if table is header:
+            continue
+        try:
+            tables.append(Table.build(table.name, lead + list(table.columns)))
+        except DefinitionError as exc:
+            raise _error(settings, "fixed.header",
+                         f"header {header.name} leads every table with its unused columns, "
+                         f"but {exc.reason}") from None
+    return tuple(tables)
+
+
+def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definitions:
+    """Copybook records as tables (§7.1), then any user-defined tables."""
+    from gendef.copybook import column_fields, compile_copybook_file, copybook_definitions
+
+    if not parser.copybook:
+        raise _error(settings, "fixed.copybook", "required when fixed.schematype=copybook")
+    if not isinstance(parser.schema, Const):
+        raise _error(settings, "fixed.schema",
+                     'required when fixed.schematype=copybook (a constant such as "RETAIL")')
+    copybook = compile_copybook_file(parser.copybook)
+    header = copybook.record(parser.header) if parser.header else None
+    if parser.header and header is None:
+        raise _error(settings, "fixed.header",
+                     f"header record {parser.header!r} is not an 01 record of "
+                     f"{parser.copybook}")
+    names = [f.name for f in column_fields(header)] if header is not None else []
+    defs = copybook_definitions(copybook, schema=parser.schema.text,
+                                header=parser.header or None,
+                                used_header_fields=set(used_header_fields(parser, names)))
+    users = user_definitions(parser.userdefs, "fixed")
+    for ut in parser.userdefs:
+        if defs.get(ut.name) is not None:
+            raise PropertyError(f"user-defined table {ut.name} is also a copybook record",
+                                prop="fixed.userdefs.tables", file=ut.file,
+                                line=ut.line or None)
+    return Definitions(defs.tables + users.tables)
+
+
+def _error(settings: Settings, prop: str, reason: str) -> PropertyError:
+    return PropertyError(reason, prop=prop, file=settings.file,
+                         line=settings.lines.get(prop))

@@ -1,0 +1,69 @@
+"""Logging for every command, per ``gg.log.level`` and ``gg.log.file`` (properties.md §11).
+
+The project's loggers (``props``, ``gendef``, ``parsers``, ``msgcap``) log at the configured
+level; other libraries only reach the handlers with warnings. Warnings and errors always go to
+stderr; ``msgcap run`` (``log_to_file``) also writes everything at the level to its log file,
+while the other commands log to stderr only. Calling it again replaces what it installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+from props.errors import PropertyError
+from props.settings import Settings
+
+PROJECT_LOGGERS = ("props", "gendef", "parsers", "msgcap")
+
+LEVELS = {
+    "ERROR": logging.ERROR,
+    "WARN": logging.WARNING,
+    "WARNING": logging.WARNING,
+    "INFO": logging.INFO,
+    "DEBUG": logging.DEBUG,
+    "TRACE": logging.DEBUG,
+}
+
+_MARK = "_msgcap_handler"  # attribute on the handlers this module installs
+
+
+class _UtcFormatter(logging.Formatter):
+    converter = time.gmtime
+    default_msec_format = "%s.%03dZ"
+
+
+def configure_logging(settings: Settings | None, *, command: str, log_to_file: bool) -> None:
+    """Install stderr (and log-file) handlers; ``settings`` None means INFO, stderr only."""
+    level = LEVELS.get(settings.log.level.upper(), logging.INFO) if settings else logging.INFO
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, _MARK, False)]:
+        root.removeHandler(handler)
+        handler.close()
+
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setFormatter(logging.Formatter(f"{command}: %(levelname)s: %(message)s"))
+    handlers: list[logging.Handler] = [stderr]
+    if log_to_file and settings is not None:
+        stderr.setLevel(logging.WARNING)
+        handlers.append(_file_handler(settings))
+    for handler in handlers:
+        setattr(handler, _MARK, True)
+        root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    for name in PROJECT_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+
+
+def _file_handler(settings: Settings) -> logging.Handler:
+    path = Path(settings.log_file)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:
+        raise PropertyError(f"cannot open log file {path}: {exc.strerror}", prop="gg.log.file",
+                            file=settings.file, line=settings.lines.get("gg.log.file")) from None
+    handler.setFormatter(_UtcFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    return handler
