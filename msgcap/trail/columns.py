@@ -1,0 +1,196 @@
+"""Column spans of the D token, per table, built once (trail-format.md §9).
+
+``TableEncoder`` turns a list of trail-typed values into the D area; ``TableDecoder`` is its
+inverse. Both pick one function per column when built, so encoding a record never looks at a
+definition again.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from gendef.model import CHAR, DATETIME, VARCHAR, Column, Table
+from msgcap.trail.layout import BE_INTS, NULL_IND, VALUE_IND, Layout
+from parsers.model import MISSING
+from props.errors import DefinitionError, MessageError
+
+NULL_DATETIME = b"1900-01-01:00:00:00.000000000"
+_INT_SIZES = {130: 2, 131: 2, 132: 4, 133: 4, 134: 8, 135: 8}
+
+Encoder = Callable[[Any], bytes]
+Decoder = Callable[[bytes], Any]
+
+
+class ValueTooLong(ValueError):
+    """A value that does not fit its column."""
+
+
+def _null_span(col: Column) -> bytes:
+    t = col.type_code
+    if t == VARCHAR:
+        return NULL_IND + b"\x00\x00"
+    if t == CHAR:
+        return NULL_IND + bytes(col.external_length)
+    if t == DATETIME:
+        return NULL_IND + NULL_DATETIME[:col.external_length]
+    return NULL_IND + bytes(_INT_SIZES[t])
+
+
+def _fit_datetime(text: str, n: int) -> bytes:
+    """Datetime text at exactly the external length: cut, or pad a missing fraction/time."""
+    b = text.encode("ascii")
+    if len(b) > n:
+        return b[:n]
+    if len(b) == 10 and n >= 19:
+        b += b":00:00:00"
+    if len(b) == 19 and n > 20:
+        b += b"."
+    if len(b) >= 20 or (len(b) == 19 and n == 19):
+        return b.ljust(n, b"0")
+    raise ValueTooLong(f"datetime {text!r} does not fit length {n}")
+
+
+def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
+    """A function value → whole column entry (index, length, span) for one column."""
+    t, n = col.type_code, col.external_length
+    entry = layout.entry.pack
+    if t == VARCHAR:
+        var = layout.entry_var.pack
+
+        def enc_var(v: str) -> bytes:
+            b = v.encode()
+            return var(index, len(b) + 4, 0, len(b)) + b
+        return enc_var
+    if t == CHAR:
+        head = entry(index, n + 2) + VALUE_IND
+
+        def enc_char(v: str) -> bytes:
+            b = v.encode()
+            if len(b) != n:
+                if len(b) < n:
+                    b = b.ljust(n)
+                else:
+                    b = v.rstrip(" ").encode()
+                    if len(b) > n:
+                        raise ValueTooLong(f"{len(b)} bytes do not fit CHAR({n})")
+                    b = b.ljust(n)
+            return head + b
+        return enc_char
+    if t in BE_INTS:
+        head = entry(index, 2 + _INT_SIZES[t]) + VALUE_IND
+        pack = BE_INTS[t].pack
+
+        def enc_int(v: int) -> bytes:
+            if type(v) is not int:
+                raise TypeError(f"expected int, got {type(v).__name__}")
+            return head + pack(v)
+        return enc_int
+    if t == DATETIME:
+        head = entry(index, n + 2) + VALUE_IND
+
+        def enc_dt(v: str) -> bytes:
+            b = v.encode("ascii")
+            return head + (b if len(b) == n else _fit_datetime(v, n))
+        return enc_dt
+    raise DefinitionError(f"column {col.name}: type {t} not supported")
+
+
+def column_decoder(col: Column, layout: Layout) -> Decoder:
+    """A function span → trail-typed value (None for NULL); inverse of ``column_encoder``."""
+    t = col.type_code
+    if t == VARCHAR:
+        u16 = layout.u16.unpack_from
+
+        def dec_var(s: bytes) -> Any:
+            if s[:2] == NULL_IND:
+                return None
+            (n,) = u16(s, 2)
+            if 4 + n > len(s):
+                raise ValueError(f"VARCHAR length {n} exceeds its span of {len(s)} bytes")
+            return s[4:4 + n].decode(errors="replace")
+        return dec_var
+    if t in BE_INTS:
+        size, st = _INT_SIZES[t], BE_INTS[t]
+
+        def dec_int(s: bytes) -> Any:
+            if s[:2] == NULL_IND:
+                return None
+            if len(s) != 2 + size:
+                raise ValueError(f"type {t} span of {len(s)} bytes (expected {2 + size})")
+            return st.unpack_from(s, 2)[0]
+        return dec_int
+    if t in (CHAR, DATETIME):
+        def dec_text(s: bytes) -> Any:
+            if s[:2] == NULL_IND:
+                return None
+            return bytes(s[2:]).decode(errors="replace")
+        return dec_text
+
+    def dec_raw(s: bytes) -> Any:  # a type msgcap does not decode: keep the bytes
+        return None if s[:2] == NULL_IND else bytes(s[2:])
+    return dec_raw
+
+
+class TableEncoder:
+    """The D area of one table's records; built once per table and byte order."""
+
+    __slots__ = ("_cols", "_encs", "_nulls", "_u16", "name_bytes", "table")
+
+    def __init__(self, table: Table, layout: Layout) -> None:
+        if len(table.columns) > 65536:
+            raise DefinitionError(f"table {table.name}: more than 65536 columns")
+        self.table = table
+        self.name_bytes = table.name.encode() + b"\x00"
+        self._encs = [column_encoder(i, c, layout) for i, c in enumerate(table.columns)]
+        self._nulls = [layout.entry.pack(i, len(s)) + s
+                       for i, s in enumerate(_null_span(c) for c in table.columns)]
+        self._u16 = layout.u16.pack
+        self._cols = len(table.columns)
+
+    def encode(self, values: list[Any]) -> bytes:
+        """Entries for every value that is not MISSING, in column order."""
+        if len(values) != self._cols:
+            raise MessageError(f"table {self.table.name}: {len(values)} values for "
+                               f"{self._cols} columns")
+        parts = []
+        append = parts.append
+        nulls = self._nulls
+        i = 0
+        try:
+            for enc, v in zip(self._encs, values):
+                if v is None:
+                    append(nulls[i])
+                elif v is not MISSING:
+                    append(enc(v))
+                i += 1
+        except (ValueError, TypeError, AttributeError, struct.error, UnicodeError) as exc:
+            col = self.table.columns[i].name
+            raise MessageError(f"cannot encode {values[i]!r}: {exc}",
+                               position=f"table {self.table.name} column {col}") from None
+        return b"".join(parts)
+
+    def encode_pk(self, key_before: list[Any] | None, values: list[Any]) -> bytes:
+        """PK update: u16 before_len, key before entries, then the after entries (§6)."""
+        if key_before is None:
+            raise MessageError(f"table {self.table.name}: PK update without key before values")
+        before = self.encode(key_before)
+        return self._u16(len(before)) + before + self.encode(values)
+
+
+class TableDecoder:
+    """Spans → values for one table; the inverse of ``TableEncoder``."""
+
+    __slots__ = ("decoders", "table")
+
+    def __init__(self, table: Table, layout: Layout) -> None:
+        self.table = table
+        self.decoders = [column_decoder(c, layout) for c in table.columns]
+
+    def values(self, entries: list[tuple[int, bytes]]) -> list[Any]:
+        """One value per column: decoded where the record has an entry, MISSING elsewhere."""
+        out: list[Any] = [MISSING] * len(self.decoders)
+        for index, span in entries:
+            out[index] = self.decoders[index](span)
+        return out
