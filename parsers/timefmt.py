@@ -83,7 +83,7 @@ def _tokenize(fmt: str, prop: str | None) -> list[tuple[int | None, str]]:
 class TimeFormat:
     """A compiled date/time format; ``None`` as text means the default forms of §2.4."""
 
-    __slots__ = ("text", "_match", "_index", "_date_only")
+    __slots__ = ("_date_only", "_index", "_match", "text")
 
     def __init__(self, fmt: str | None = None, *, date_only: bool = False,
                  prop: str | None = None) -> None:

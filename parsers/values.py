@@ -39,7 +39,7 @@ class FieldIndex:
     Fixed-width headers pass ``props.expr.normalize_field`` so that ``-`` equals ``_``.
     """
 
-    __slots__ = ("names", "_index", "_normalize")
+    __slots__ = ("_index", "_normalize", "names")
 
     def __init__(self, names: Iterable[str],
                  normalize: Callable[[str], str] = str.upper) -> None:
@@ -51,6 +51,10 @@ class FieldIndex:
 
     def get(self, name: str) -> int | None:
         return self._index.get(self._normalize(name))
+
+    def __len__(self) -> int:
+        """Number of distinct names (fewer than ``names`` when some fold together)."""
+        return len(self._index)
 
     def __contains__(self, name: str) -> bool:
         return self.get(name) is not None

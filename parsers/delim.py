@@ -1,0 +1,378 @@
+"""The delimited parser (properties.md §5): records of metadata columns, then column values.
+
+``Dialect`` is the compiled splitting rule set (§5.1), validated when the parser is built, like a
+``csv`` dialect. A body with no quote and no delimiter-like escape is split with ``str.split``;
+anything else goes through one compiled tokenizer regex. ``DelimParser`` turns each record into
+an ``Op``: header items through ``parsers.values``, column text through per-table converters
+compiled on first use of the table (§2.5), images per optype and ``hasbefores`` (§5.2, §3.6).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gendef.model import Definitions, Table
+from parsers.base import ParserBase
+from parsers.convert import Converter, build_converter
+from parsers.model import DELETE, INSERT, MISSING, TRUNCATE, Message, Op
+from parsers.timefmt import compile_format
+from parsers.values import FieldIndex, compile_items
+from props.errors import MessageError, PropertyError
+from props.settings import DelimSettings, Settings
+
+Record = list[str | None]
+
+
+def _char_class(chars: set[str]) -> str:
+    return "".join(re.escape(c) for c in sorted(chars))
+
+
+class Dialect:
+    """Field/line delimiters, quote, NULL indicator and the four escapes of §5.1, compiled."""
+
+    __slots__ = (
+        "_always_scan",
+        "_escape_re",
+        "_escapes",
+        "_scan_escapes",
+        "_token",
+        "crlf",
+        "fielddelim",
+        "linedelim",
+        "nullindicator",
+        "quote",
+    )
+
+    def __init__(self, fielddelim: str = ",", linedelim: str = "\n", quote: str = '"',
+                 nullindicator: str | None = None, *, fielddelim_escaped: str | None = None,
+                 linedelim_escaped: str | None = None, quote_escaped: str | None = None,
+                 nullindicator_escaped: str | None = None) -> None:
+        for prop, value in (("delim.fielddelim", fielddelim), ("delim.linedelim", linedelim),
+                            ("delim.quote", quote)):
+            if not value:
+                raise PropertyError("empty value", prop=prop)
+        if fielddelim == linedelim:
+            raise PropertyError("field and line delimiters are the same",
+                                prop="delim.fielddelim")
+        if nullindicator_escaped is not None and nullindicator is None:
+            raise PropertyError("needs delim.nullindicator", prop="delim.nullindicator.escaped")
+        self.fielddelim, self.linedelim, self.quote = fielddelim, linedelim, quote
+        self.nullindicator = nullindicator
+        self.crlf = linedelim == "\n"
+        escapes: dict[str, str] = {}
+        for prop, seq, meaning in (
+                ("delim.fielddelim.escaped", fielddelim_escaped, fielddelim),
+                ("delim.linedelim.escaped", linedelim_escaped, linedelim),
+                ("delim.quote.escaped", quote_escaped or quote * 2, quote),
+                ("delim.nullindicator.escaped", nullindicator_escaped, nullindicator)):
+            if seq is None:
+                continue
+            if not seq:
+                raise PropertyError("empty value", prop=prop)
+            if escapes.setdefault(seq, meaning) != meaning:
+                raise PropertyError(f"{seq!r} already stands for another character", prop=prop)
+        self._escapes = escapes
+        ordered = sorted(escapes, key=len, reverse=True)
+        alternation = "|".join(re.escape(seq) for seq in ordered)
+        self._escape_re = re.compile(alternation)
+        # Escapes that share a character with a delimiter or the quote could be cut by
+        # str.split: a body holding one of them takes the tokenizer.
+        delimiter_chars = set(fielddelim) | set(linedelim) | set(quote)
+        self._scan_escapes = tuple(s for s in ordered if set(s) & delimiter_chars)
+        self._always_scan = linedelim in fielddelim
+        self._token = self._tokenizer(ordered)
+
+    def _tokenizer(self, escapes: list[str]) -> re.Pattern[str]:
+        """One value and the separator after it: quoted, or unquoted up to a delimiter."""
+        esc = "|".join(re.escape(s) for s in escapes)
+        q = re.escape(self.quote)
+        fd = re.escape(self.fielddelim)
+        ld = r"\r?\n" if self.crlf else re.escape(self.linedelim)
+        firsts = {s[0] for s in escapes}
+        quoted = (f"(?:[^{_char_class(firsts | {self.quote[0]})}]++|{esc}|(?!{q})[\\s\\S])*+")
+        stops = firsts | {self.fielddelim[0], self.linedelim[0]} | ({"\r"} if self.crlf else set())
+        seps = sorted([(fd, len(self.fielddelim)), (ld, len(self.linedelim))],
+                      key=lambda pair: -pair[1])
+        stop = "|".join(s for s, _ in seps)
+        unquoted = f"(?:[^{_char_class(stops)}]++|{esc}|(?!{stop})[\\s\\S])*+"
+        return re.compile(f"(?:{q}(?P<q>{quoted}){q}|(?P<u>{unquoted}))(?P<sep>{stop}|\\Z)")
+
+    @classmethod
+    def from_settings(cls, d: DelimSettings) -> Dialect:
+        return cls(d.fielddelim, d.linedelim, d.quote, d.nullindicator,
+                   fielddelim_escaped=d.fielddelim_escaped, linedelim_escaped=d.linedelim_escaped,
+                   quote_escaped=d.quote_escaped, nullindicator_escaped=d.nullindicator_escaped)
+
+    def _unescaper(self, body: str) -> Callable[[str], str] | None:
+        """Replaces the escapes that occur in ``body`` (None when none does)."""
+        present = [seq for seq in self._escapes if seq in body]
+        if not present:
+            return None
+        if len(present) == 1:
+            seq, meaning = present[0], self._escapes[present[0]]
+            return lambda value: value.replace(seq, meaning)
+        escapes, sub = self._escapes, self._escape_re.sub
+
+        def unescape(value: str) -> str:
+            return sub(lambda m: escapes[m.group()], value)
+        return unescape
+
+    def split(self, body: str) -> list[Record]:
+        """Records of values: NULL as None, escapes replaced. An empty record is ``[]``."""
+        if self._always_scan or self.quote in body or any(
+                seq in body for seq in self._scan_escapes):
+            return self._scan(body)
+        lines = body.split(self.linedelim)
+        if self.crlf and "\r" in body:
+            lines = [line.removesuffix("\r") for line in lines]
+        fd, null = self.fielddelim, self.nullindicator
+        null_text = "" if null is None else null
+        unescape = self._unescaper(body)
+        records: list[Record] = []
+        for line in lines:
+            if not line:
+                records.append([])
+                continue
+            values: Record = line.split(fd)
+            if null_text in values:
+                values = [None if v == null_text else v for v in values]
+            if unescape is not None:
+                values = [unescape(v) if v is not None else None for v in values]
+            records.append(values)
+        return records
+
+    def _scan(self, body: str) -> list[Record]:
+        """The general path: quotes, and escapes that contain delimiter characters."""
+        match, fd, quote = self._token.match, self.fielddelim, self.quote
+        null_text = "" if self.nullindicator is None else self.nullindicator
+        unescape = self._unescaper(body)
+        records: list[Record] = []
+        record: Record = []
+        pos, end = 0, len(body)
+        while True:
+            m = match(body, pos)
+            value = m.group("q")
+            if value is None:
+                value = m.group("u")
+                if value.startswith(quote):
+                    raise MessageError("quoted value not closed, or text after its closing quote",
+                                       position=f"record {len(records) + 1}, "
+                                                f"field {len(record) + 1}")
+                if not record:
+                    blank = not value  # an unquoted empty first value: maybe an empty line
+                if value == null_text:
+                    value = None
+            elif not record:
+                blank = False
+            if value and unescape is not None:
+                value = unescape(value)
+            record.append(value)
+            sep = m.group("sep")
+            pos = m.end()
+            if sep == fd:
+                continue
+            records.append([] if blank and len(record) == 1 else record)
+            if not sep or pos >= end:
+                break
+            record = []
+        return records
+
+
+@dataclass(frozen=True, slots=True)
+class _TablePlan:
+    """What a record of one table needs: converters, names to check, key positions."""
+
+    table: Table
+    converters: tuple[Converter, ...]
+    upper_names: tuple[str, ...]
+    keys: tuple[int, ...]
+    min_groups: int  # column groups a record must hold so that every key column is present
+
+
+class DelimParser(ParserBase):
+    """``parser.type=delim``: one Op per record, in message order."""
+
+    def __init__(self, settings: Settings, definitions: Definitions) -> None:
+        super().__init__(settings, definitions)
+        d = settings.delim
+        if d is None:
+            raise PropertyError("no delim.* settings", prop="parser.type")
+        if not d.header:
+            raise PropertyError("required", prop="delim.header")
+        self._dialect = Dialect.from_settings(d)
+        fields = FieldIndex(d.header)
+        if len(fields) != len(d.header):
+            raise PropertyError("header names must be unique (case-insensitive)",
+                                prop="delim.header")
+        self._items = compile_items(d, fields, prefix="delim")
+        self._n = len(d.header)
+        self._hasnames, self._hasbefores = d.hasnames, d.hasbefores
+        self._afterfirst, self._grouped = d.afterfirst, d.isgrouped
+        self._k = 1 + d.hasnames + d.hasbefores
+        self._dateformats = d.dateformats
+        self._formats: dict[str | None, Any] = {}
+        self._plans: dict[str, _TablePlan] = {}
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def _plan(self, name: str) -> _TablePlan:
+        table = self.definitions.get(name)
+        if table is None:
+            raise MessageError(f"unknown table {name}")
+        plan = self._plans.get(table.name)
+        if plan is None:
+            converters = []
+            for col in table.columns:
+                fmt = self._dateformats.lookup(table.name, col.name)
+                compiled = self._formats.get(fmt)
+                if compiled is None:
+                    compiled = self._formats[fmt] = compile_format(
+                        fmt, date_only=True, prop=f"delim.dateformat for {table.name}")
+                converters.append(build_converter(col, compiled, table=table.name))
+            keys = table.key_indexes
+            plan = _TablePlan(table, tuple(converters),
+                              tuple(c.name.upper() for c in table.columns), keys,
+                              max(keys) + 1 if keys else 0)
+            self._plans[table.name] = plan
+        self._plans[name] = plan
+        return plan
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def parse(self, message: Message) -> list[Op]:
+        body = message.body
+        if isinstance(body, bytes):
+            try:
+                body = body.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise MessageError(f"body is not UTF-8 text ({error.reason} at byte "
+                                   f"{error.start})", source=message.name) from None
+        now = time.time_ns() // 1000
+        try:
+            records = self._dialect.split(body)
+        except MessageError as error:
+            raise MessageError(error.reason, source=message.name,
+                               position=error.position) from None
+        ops: list[Op] = []
+        for number, values in enumerate(records, 1):
+            if not values:
+                continue
+            try:
+                ops.append(self._record(message, values, now, len(ops)))
+            except MessageError as error:
+                where = f"record {number}" + (f", {error.position}" if error.position else "")
+                raise MessageError(error.reason, source=message.name, position=where) from None
+        return ops
+
+    def _record(self, message: Message, values: Record, now: int, ordinal: int) -> Op:
+        n = self._n
+        if len(values) < n:
+            raise MessageError(f"{len(values)} fields, fewer than the {n} header fields")
+        items = self._items
+        name = items.table(message, values)
+        plan = self._plans.get(name) or self._plan(name)
+        optype = items.optype(message, values)
+        before = after = None
+        if optype != TRUNCATE:
+            before, after = self._images(plan, optype, values)
+        return Op(plan.table, optype, items.timestamp(message, values, now),
+                  items.seqid(message, values), items.txid(message, values),
+                  items.txind(message, values) if items.txind is not None else None,
+                  items.txname(message, values), items.txowner(message, values),
+                  before, after, ordinal, message.id)
+
+    def _field_number(self, plan: _TablePlan, column: int, role: int) -> int:
+        """1-based field number of a column's name (role 0) or value (role 1, 2)."""
+        if self._grouped:
+            return self._n + role * len(plan.table.columns) + column + 1
+        return self._n + column * self._k + role + 1
+
+    def _images(self, plan: _TablePlan, optype: str,
+                values: Record) -> tuple[list[Any] | None, list[Any] | None]:
+        n, k = self._n, self._k
+        m = len(plan.converters)
+        count = len(values) - n
+        if self._grouped:
+            if count != m * k:
+                raise MessageError(f"{len(values)} fields; table {plan.table.name} needs "
+                                   f"{n} + {m}×{k} = {n + m * k} (isgrouped=true)")
+            groups = m
+            blocks = [values[n + j * m:n + (j + 1) * m] for j in range(k)]
+        else:
+            groups, partial = divmod(count, k)
+            if groups > m or (groups == m and partial):
+                raise MessageError(f"{len(values)} fields, more than the {n + m * k} of table "
+                                   f"{plan.table.name}")
+            if partial:
+                raise MessageError(f"field {len(values) - partial + 1}: partial column group "
+                                   f"({partial} of {k} values)")
+            blocks = [values[n + j::k] for j in range(k)] if k > 1 else [values[n:]]
+        if groups < plan.min_groups:
+            missing = next(i for i in plan.keys if i >= groups)
+            raise MessageError(f"key column {plan.table.columns[missing].name} is missing")
+        if self._hasnames:
+            self._check_names(plan, blocks[0], groups)
+        role = 1 + self._hasnames
+        first = blocks[self._hasnames]
+        if not self._hasbefores:
+            image = self._convert(plan, first, groups, role)
+            return (image, None) if optype == DELETE else (None, image)
+        if self._afterfirst:
+            after_texts, before_texts = first, blocks[self._hasnames + 1]
+            after_role, before_role = role, role + 1
+        else:
+            before_texts, after_texts = first, blocks[self._hasnames + 1]
+            before_role, after_role = role, role + 1
+        if optype == INSERT:
+            return None, self._convert(plan, after_texts, groups, after_role)
+        if optype == DELETE:
+            return self._convert(plan, before_texts, groups, before_role), None
+        before = self._convert(plan, before_texts, groups, before_role)
+        after = self._convert(plan, after_texts, groups, after_role, before_texts, before)
+        for i in plan.keys:
+            if before[i] != after[i]:
+                col = plan.table.columns[i].name
+                raise MessageError(
+                    f"field {self._field_number(plan, i, after_role)}: key column {col} "
+                    f"changes from {before_texts[i]!r} to {after_texts[i]!r}; the delimited "
+                    f"parser does not support primary-key updates")
+        return before, after
+
+    def _check_names(self, plan: _TablePlan, names: Record, groups: int) -> None:
+        expected = plan.upper_names
+        for i in range(groups):
+            name = names[i]
+            if name is None or name.upper() != expected[i]:
+                raise MessageError(f"field {self._field_number(plan, i, 0)}: column name "
+                                   f"{name!r}, expected {plan.table.columns[i].name}")
+
+    def _convert(self, plan: _TablePlan, texts: Record, groups: int, role: int,
+                 same_texts: Record | None = None, same: list[Any] | None = None) -> list[Any]:
+        """Typed values of present columns, MISSING for absent ones.
+
+        ``same_texts``/``same``: an image already converted; equal texts reuse its values.
+        """
+        converters = plan.converters
+        try:
+            if same_texts is None:
+                out = [None if t is None else c(t) for c, t in zip(converters, texts)]
+            else:
+                out = [same[i] if t == same_texts[i] else None if t is None else c(t)
+                       for i, (c, t) in enumerate(zip(converters, texts))]
+        except MessageError:
+            for i, (c, t) in enumerate(zip(converters, texts)):
+                try:
+                    if t is not None:
+                        c(t)
+                except MessageError as error:
+                    col = plan.table.columns[i].name
+                    raise MessageError(error.reason, position=f"field "
+                                       f"{self._field_number(plan, i, role)} ({col})") from None
+            raise
+        if groups < len(converters):
+            out.extend([MISSING] * (len(converters) - groups))
+        return out
