@@ -182,7 +182,7 @@ def test_unknown_type_code_is_kept() -> None:
 def test_offsets_that_differ_are_kept_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     text = _table_text(TCUST_BLOCK.replace("       46  ", "       44  ").replace(
         "Record length: 78", "Record length: 80").replace("Syskey: 0", "Syskey: 1"), "2.0")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="gendef.defgen"):
         t = parse_defs(text, "odd.def").tables[0]
     assert [c.fetch_offset for c in t.columns] == [0, 10, 44, 72]
     assert t.record_length == 80
@@ -193,7 +193,7 @@ def test_offsets_that_differ_are_kept_with_a_warning(caplog: pytest.LogCaptureFi
 
 
 def test_field_count_version_mismatch_warns(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="gendef.defgen"):
         defs = parse_defs(_table_text(TCUST_BLOCK, "4.0"), "mix.def")
     assert len(defs.tables[0].columns) == 4
     assert any("19 fields" in r.getMessage() and "mix.def:" in r.getMessage()
