@@ -1,0 +1,70 @@
+"""The one interface every live message source offers to the capture loop.
+
+A source delivers ``Message(id, headers, body)`` objects in order and learns, through ``hold`` and
+``ack``, how far the trail has got:
+
+* ``receive(timeout)`` returns the next message, or ``None`` when none arrived in time (the loop
+  uses that to end a commit group). It raises ``Redelivery`` when the connection was lost and
+  re-established: every message not yet acknowledged will be delivered again, so the loop must drop
+  whatever is not durable (the open transaction, the messages it was holding).
+* ``hold(message)`` says the pipeline has consumed the message but the trail does not hold it
+  durably yet. A broker source may use it to keep the flow going (ActiveMQ extends the prefetch
+  window for messages acknowledged inside a STOMP transaction) without committing anything.
+* ``ack(done, discarded)`` says these held messages are durable (or durably discarded): the source
+  may now forget them for good. Messages never held are never acknowledged.
+* ``interrupt()`` may be called from a signal handler: waits (back-off, polling) end early.
+
+``Message.ack`` is the source's own opaque handle; ``Message.id`` the source's raw id (the capture
+applies ``jms.id`` to it).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Self
+
+from parsers.model import Message
+
+
+class Redelivery(Exception):
+    """The connection was lost and is back: unacknowledged messages will come again."""
+
+
+class Source(ABC):
+    """A live message source: STOMP broker or spool directory."""
+
+    url: str = ""
+
+    @property
+    def connected(self) -> bool:
+        """Whether the source can currently deliver (``/health`` reports 503 when not)."""
+        return True
+
+    def open(self) -> None:
+        """Connect / prepare; errors that must stop capture raise ``SourceError``."""
+
+    @abstractmethod
+    def receive(self, timeout: float) -> Message | None:
+        """The next message, ``None`` after ``timeout`` seconds without one."""
+
+    def hold(self, message: Message) -> None:
+        """The message is consumed but not yet durable (see the module doc)."""
+
+    @abstractmethod
+    def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
+        """These held messages are durable in the trail (or the discard file)."""
+
+    def interrupt(self) -> None:
+        """End any wait early (safe to call from a signal handler)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection; unacknowledged messages stay with the broker."""
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,356 @@
+"""The STOMP source (properties.md §8): ActiveMQ over stomp.py, exactly-once friendly.
+
+* ``ack: client-individual`` and nothing is acknowledged before the trail is durable. Consumed
+  messages are ACKed *inside a STOMP transaction* as soon as the pipeline has them (``hold``), which
+  makes ActiveMQ widen the prefetch window without consuming them; the transaction is COMMITted
+  only when every message in it is durable (``ack``). A lost connection aborts it on the broker, so
+  everything not durable comes back.
+* stomp.py's receiver thread only records: a frame becomes a ``Message`` on a queue, a lost
+  connection becomes a marker on the same queue. Reconnecting (next ``jms.url`` entry, ``Backoff``)
+  and re-subscribing happen in ``receive`` on the capture thread, which then raises ``Redelivery``.
+* Bodies stay bytes until we decide: ActiveMQ sends ``content-length`` for BytesMessages only, so
+  a frame without it is a TextMessage and is decoded as UTF-8.
+* An ``ERROR`` frame in answer to CONNECT (authentication, protocol) stops capture.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import random
+import ssl
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from msgcap.sources.base import Redelivery, Source
+from parsers.model import Message
+from props.errors import SourceError
+
+log = logging.getLogger("msgcap.source")
+
+# Headers that describe the delivery to this subscriber, not the message.
+_DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One ``jms.url`` entry."""
+
+    url: str
+    host: str
+    port: int
+    tls: bool
+
+
+def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
+    """``stomp://host:port`` / ``stomp+ssl://host:port`` entries (a failover list, in order)."""
+    out = []
+    for url in urls:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("stomp", "stomp+ssl") or not parts.hostname:
+            raise SourceError("expected stomp://host:port or stomp+ssl://host:port", url=url)
+        try:
+            port = parts.port or 61613
+        except ValueError:
+            raise SourceError("bad port", url=url) from None
+        out.append(Endpoint(url.strip(), parts.hostname, port, parts.scheme == "stomp+ssl"))
+    if not out:
+        raise SourceError("jms.url names no broker")
+    return out
+
+
+class Backoff:
+    """Delay before the next connection attempt: 0.1 s doubling to 30 s, plus up to 10 % jitter.
+
+    ``wait`` sleeps in one interruptible wait on ``stop`` (set from a signal handler); ``clock``,
+    ``rand`` and ``sleeper`` are injectable so tests run on a fake clock.
+    """
+
+    def __init__(self, first: float = 0.1, cap: float = 30.0, jitter: float = 0.1,
+                 rand: Callable[[], float] = random.random) -> None:
+        self.first, self.cap, self.jitter, self._rand = first, cap, jitter, rand
+        self._next = first
+
+    def delay(self) -> float:
+        """The next delay (and advance)."""
+        base = self._next
+        self._next = min(self._next * 2, self.cap)
+        return base * (1.0 + self.jitter * self._rand())
+
+    def reset(self) -> None:
+        self._next = self.first
+
+
+class _Lost:
+    """Marker put on the queue when connection ``epoch`` is gone."""
+
+    __slots__ = ("epoch", "reason")
+
+    def __init__(self, epoch: int, reason: str) -> None:
+        self.epoch, self.reason = epoch, reason
+
+
+class _Listener:
+    """stomp.py callbacks: wrap and enqueue, never block, never decide."""
+
+    def __init__(self, source: StompSource, epoch: int) -> None:
+        self._source, self._epoch = source, epoch
+        self.connect_error: str | None = None
+        self.answered = threading.Event()  # CONNECTED, ERROR or loss: connect() stops waiting
+
+    def on_connected(self, frame: Any) -> None:
+        self.answered.set()
+
+    def on_message(self, frame: Any) -> None:
+        self._source._queue.put(self._source._message(frame, self._epoch))
+
+    def on_error(self, frame: Any) -> None:
+        text = (frame.headers.get("message") or "") + (
+            f": {frame.body.decode('utf-8', 'replace').strip()}"
+            if isinstance(frame.body, bytes) and frame.body.strip() else "")
+        if self._source._connected_epoch != self._epoch:
+            self.connect_error = text or "ERROR frame"
+            self.answered.set()
+            return
+        self._source._queue.put(_Lost(self._epoch, f"broker error: {text}"))
+
+    def on_disconnected(self) -> None:
+        self.answered.set()
+        self._source._queue.put(_Lost(self._epoch, "connection lost"))
+
+    def on_heartbeat_timeout(self) -> None:
+        log.warning("no heart-beat from the broker")
+
+
+class StompSource(Source):
+    """Consumes one destination from the first reachable broker of ``jms.url``."""
+
+    def __init__(self, urls: Sequence[str], destination: str, *, user: str | None = None,
+                 password: str | None = None, prefetch: int = 1000,
+                 heartbeat: tuple[int, int] = (10000, 10000), ssl_ca: str | None = None,
+                 ssl_cert: str | None = None, ssl_key: str | None = None,
+                 client_id: str = "MSGCAP", backoff: Backoff | None = None) -> None:
+        self.endpoints = parse_urls(urls)
+        self.url = ",".join(e.url for e in self.endpoints)
+        if not destination:
+            raise SourceError("jms.destination is required for a STOMP source", url=self.url)
+        self.destination = destination
+        self._user, self._password = user, password
+        self._prefetch = prefetch
+        self._heartbeat = heartbeat
+        self._ssl = (ssl_ca, ssl_cert, ssl_key)
+        self._client_id = client_id
+        self._backoff = backoff or Backoff()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._stop = threading.Event()
+        self._conn: Any = None
+        self._epoch = 0
+        self._connected_epoch = -1
+        self._next_endpoint = 0
+        self._tx: str | None = None
+        self._tx_held = 0
+        self._tx_count = 0
+        self.endpoint: Endpoint | None = None
+        self.reconnects = 0
+        if any(e.tls for e in self.endpoints):
+            self._tls_files()  # fail at start, not at the first connection
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and self._connected_epoch == self._epoch
+
+    @property
+    def topic(self) -> bool:
+        return self.destination.startswith("/topic/")
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self._connect()
+
+    def _connect(self) -> None:
+        """Connect to the next reachable endpoint and subscribe; retries forever until stopped."""
+        import stomp
+        from stomp.exception import StompException
+
+        while not self._stop.is_set():
+            endpoint = self.endpoints[self._next_endpoint]
+            self._next_endpoint = (self._next_endpoint + 1) % len(self.endpoints)
+            self._epoch += 1
+            listener = _Listener(self, self._epoch)
+            conn = stomp.Connection12(
+                [(endpoint.host, endpoint.port)], heartbeats=self._heartbeat,
+                heart_beat_receive_scale=1.5, auto_decode=False, auto_content_length=False,
+                reconnect_attempts_max=1, reconnect_sleep_initial=0.0, reconnect_sleep_max=0.0,
+                timeout=CONNECT_TIMEOUT, try_loopback_connect=False)
+            if endpoint.tls:
+                ca, cert, key = self._tls_files()
+                conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=ca,
+                             cert_file=cert, key_file=key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
+            conn.set_listener("msgcap", listener)
+            headers = {"client-id": self._client_id} if self.topic else {}
+            failure = None
+            try:
+                # stomp.py's own wait has no deadline: wait for the listener instead.
+                conn.connect(self._user, self._password, wait=False, headers=headers)
+                if not listener.answered.wait(CONNECT_TIMEOUT):
+                    failure = "no CONNECTED frame in time"
+                elif not conn.is_connected():
+                    failure = listener.connect_error or "connection closed"
+            except (StompException, OSError) as exc:
+                failure = str(exc) or type(exc).__name__
+            if failure is not None:
+                _quiet_disconnect(conn)
+                if listener.connect_error is not None:
+                    raise SourceError(f"broker refused the connection: {listener.connect_error}",
+                                      url=endpoint.url)
+                delay = self._backoff.delay()
+                log.warning("cannot connect to %s (%s); retrying in %.1f s", endpoint.url,
+                            failure, delay)
+                self._stop.wait(delay)
+                continue
+            self._connected_epoch = self._epoch
+            self._subscribe(conn)
+            self._conn, self.endpoint = conn, endpoint
+            self._backoff.reset()
+            log.info("connected to %s, consuming %s", endpoint.url, self.destination)
+            return
+
+    def _subscribe(self, conn: Any) -> None:
+        headers = {"activemq.prefetchSize": str(self._prefetch)}
+        if self.topic:
+            headers["activemq.subscriptionName"] = self._client_id
+        conn.subscribe(self.destination, id="1", ack="client-individual", headers=headers)
+
+    def _tls_files(self) -> tuple[str, str | None, str | None]:
+        ca, cert, key = self._ssl
+        if ca is None:
+            paths = ssl.get_default_verify_paths()
+            ca = next((p for p in (paths.cafile, paths.openssl_cafile)
+                       if p and os.path.isfile(p)), None)
+            if ca is None:
+                raise SourceError("TLS needs a CA bundle: set jms.ssl.ca (no system bundle found)",
+                                  url=self.url)
+        for name, path in (("jms.ssl.ca", ca), ("jms.ssl.cert", cert), ("jms.ssl.key", key)):
+            if path is not None and not os.path.isfile(path):
+                raise SourceError(f"{name}: no such file {path}", url=self.url)
+        if (cert is None) != (key is None):
+            raise SourceError("jms.ssl.cert and jms.ssl.key go together", url=self.url)
+        return ca, cert, key
+
+    def _reconnect(self, reason: str) -> None:
+        log.warning("%s: %s; reconnecting", self.endpoint.url if self.endpoint else self.url,
+                    reason)
+        self._drop_connection()
+        self.reconnects += 1
+        self._connect()
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        self._connected_epoch = -1
+        self._tx, self._tx_held = None, 0
+        if conn is not None:
+            _quiet_disconnect(conn)
+        while True:  # what is queued came over the old connection and will be redelivered
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def _message(self, frame: Any, epoch: int) -> Message:
+        raw = frame.headers
+        body = frame.body if frame.body is not None else b""
+        if "content-length" not in raw:
+            try:
+                body = body.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        headers = {k: v for k, v in raw.items() if k not in _DELIVERY_HEADERS}
+        return Message(raw.get("message-id", ""), headers, body,
+                       (epoch, raw.get("ack") or raw.get("message-id")), None)
+
+    def receive(self, timeout: float) -> Message | None:
+        if self._conn is None:
+            if self._stop.is_set():
+                return None
+            self._connect()
+            if self._conn is None:
+                return None
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(item, _Lost):
+            if item.epoch != self._epoch:
+                return None  # a marker of a connection we closed ourselves
+            self._reconnect(item.reason)
+            raise Redelivery(item.reason)
+        return item
+
+    def hold(self, message: Message) -> None:
+        epoch, ack_id = message.ack
+        if epoch != self._epoch or self._conn is None:
+            return
+        try:
+            if self._tx is None:
+                self._tx_count += 1
+                self._tx = f"msgcap-{self._epoch}-{self._tx_count}"
+                self._conn.begin(self._tx)
+            self._conn.ack(ack_id, transaction=self._tx)
+            self._tx_held += 1
+        except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
+            self._lost_while_sending(exc)
+
+    def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
+        current = sum(1 for m in (*done, *discarded) if m.ack[0] == self._epoch)
+        if not current or self._tx is None:
+            return
+        self._tx_held -= current
+        if self._tx_held > 0:
+            return  # the transaction also holds messages that are not durable yet
+        tx, self._tx, self._tx_held = self._tx, None, 0
+        try:
+            self._conn.commit(tx)
+        except Exception as exc:  # noqa: BLE001
+            self._lost_while_sending(exc)
+
+    def _lost_while_sending(self, exc: Exception) -> None:
+        """A send failed: the receiver thread reports the loss; make sure it is seen."""
+        self._queue.put(_Lost(self._epoch, f"send failed: {exc or type(exc).__name__}"))
+
+    def interrupt(self) -> None:
+        self._stop.set()
+        self._queue.put(_Lost(-1, "interrupted"))
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        self._connected_epoch = -1
+        if conn is not None:
+            _quiet_disconnect(conn)
+
+
+def _quiet_disconnect(conn: Any, wait: float = 2.0) -> None:
+    """DISCONNECT politely, but never wait long: a dead broker must not delay a stop or reconnect.
+
+    (stomp.py's ``transport.stop()`` waits without a deadline, so the socket is closed here.)
+    """
+    try:
+        if conn.is_connected():
+            conn.disconnect()
+            deadline = time.monotonic() + wait
+            while conn.is_connected() and time.monotonic() < deadline:
+                time.sleep(0.01)
+    except Exception as exc:  # noqa: BLE001 - best effort on a connection we are abandoning
+        log.debug("DISCONNECT failed: %s", exc)
+    try:
+        conn.transport.disconnect_socket()
+    except Exception as exc:  # noqa: BLE001
+        log.debug("closing the socket failed: %s", exc)

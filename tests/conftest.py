@@ -1,0 +1,81 @@
+"""Project-wide fixtures: one real ActiveMQ broker per test session, a fresh queue per test.
+
+Tests that need the broker are marked ``@pytest.mark.broker`` and take the ``broker`` (and usually
+``queue``) fixture. The broker is started once, lazily, by ``scripts/activemq.sh`` in a private
+directory on a free loopback port, so test runs on the same machine never share a broker; it is
+stopped by its pid when the session ends. ``MSGCAP_TEST_STOMP_PORT`` pins the port.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "activemq.sh"
+
+
+@dataclass(slots=True)
+class Broker:
+    """A broker started by ``scripts/activemq.sh``; tests may stop and restart it."""
+
+    dir: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"stomp://127.0.0.1:{self.port}"
+
+    def _script(self, action: str) -> str:
+        env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), MSGCAP_STOMP_PORT=str(self.port))
+        done = subprocess.run(["bash", str(SCRIPT), action], check=False, env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise RuntimeError(f"activemq.sh {action} failed: {done.stdout}{done.stderr}")
+        return done.stdout
+
+    def start(self) -> None:
+        self._script("start")
+
+    def stop(self) -> None:
+        self._script("stop")
+
+    def running(self) -> bool:
+        try:
+            self._script("status")
+        except RuntimeError:
+            return False
+        return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """The session's broker, started on first use and stopped at the end of the session."""
+    port = int(os.environ.get("MSGCAP_TEST_STOMP_PORT") or _free_port())
+    b = Broker(tmp_path_factory.mktemp("broker"), port)
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+def queue(broker: Broker) -> str:
+    """A queue name no other test uses (``/queue/test-<uuid>``); makes the broker start."""
+    if not broker.running():  # a test that stopped the broker and failed before restarting it
+        broker.start()
+    return f"/queue/test-{uuid.uuid4().hex}"
