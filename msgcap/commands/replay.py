@@ -1,0 +1,116 @@
+"""``msgcap replay --prop P [--lines] DUMP...``: message dumps through the capture pipeline.
+
+The same parser, assembler, trail writer and error policy as ``msgcap run``, fed from dump files
+(properties.md §13) instead of a broker; it ends with a summary of what was written. An open
+transaction at the end of the input is an error (§3.4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from typing import TextIO
+
+HELP = "run message dumps through parser and assembler into the trail"
+
+log = logging.getLogger("msgcap.replay")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prop", required=True, metavar="FILE",
+                        help="properties file (e.g. dirprm/jmsvam.properties)")
+    parser.add_argument("--lines", action="store_true",
+                        help="each line of a DUMP is one message body (id FILE:LINE)")
+    parser.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",
+                        help="seconds between progress lines on stderr (default 2; 0 = every "
+                             "message, negative = never)")
+    parser.add_argument("dumps", nargs="+", metavar="DUMP",
+                        help="JSON Lines dumps (*.jsonl), discard files (*.dsc), text-line "
+                             "files with --lines, or one message per file; globs and "
+                             "directories are expanded in name order")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gendef.build import build_definitions
+    from gendef.logsetup import configure_logging
+    from msgcap.dumps import expand_inputs, read_messages
+    from msgcap.pipeline import build_pipeline, write_trail_defs
+    from msgcap.trail.writer import TrailWriter
+    from parsers.base import build_parser
+    from props.settings import load_settings
+
+    settings = load_settings(args.prop)
+    configure_logging(settings, command="msgcap replay", log_to_file=False)
+    paths = expand_inputs(args.dumps)
+    definitions = build_definitions(settings)
+    parser = build_parser(settings, definitions)
+    write_trail_defs(settings, definitions)
+    trail = settings.trail
+    writer = TrailWriter(trail.path, trail.seqlen, trail.megabytes, trail.byteorder, trail.sync,
+                         trail.extract, trail.uri)
+    recovery = writer.open()
+    pipeline = build_pipeline(settings, writer, recovery, definitions=definitions,
+                              parser=parser)
+    stats = pipeline.stats
+    progress = Progress(sys.stderr, args.progress_interval)
+    started = time.monotonic()
+    try:
+        for message in read_messages(paths, lines=args.lines):
+            result = pipeline.process(message)
+            if result.duplicate:
+                log.warning("message %s: duplicate (already in the trail), skipped",
+                            message.name)
+            elif result.discarded is not None:
+                log.warning("discarded: %s", result.discarded)
+            progress.tick(stats)
+        pipeline.finish()
+        writer.flush_durable()
+    finally:
+        progress.done()
+        writer.close()
+        if pipeline.discard is not None:
+            pipeline.discard.close()
+    elapsed = time.monotonic() - started
+    print(stats.summary())
+    if stats.discarded:
+        print(f"discarded messages: {settings.error.file}")
+    if trail.defs:
+        print(f"definitions: {trail.defs}")
+    log.info("replay of %d messages took %.2f s", stats.messages, elapsed)
+    return 0
+
+
+class Progress:
+    """Progress lines on a long replay: at most one per ``interval`` seconds, after the first.
+
+    On a terminal the line is rewritten in place; elsewhere (logs, pipes) each is a new line.
+    """
+
+    def __init__(self, out: TextIO, interval: float) -> None:
+        self.out = out
+        self.interval = interval
+        self.start = self.last = time.monotonic()
+        self.tty = out.isatty()
+        self.shown = False
+
+    def tick(self, stats) -> None:
+        if self.interval < 0:
+            return
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        rate = stats.messages / max(now - self.start, 1e-9)
+        line = (f"replay: {stats.messages} messages, {stats.transactions} transactions, "
+                f"{stats.total_operations} operations, {stats.discarded} discarded "
+                f"({rate:,.0f} messages/s)")
+        self.out.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
+        self.out.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown and self.tty:
+            self.out.write("\n")
+            self.out.flush()

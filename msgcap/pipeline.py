@@ -1,0 +1,267 @@
+"""The one path a message takes: id → parser → assembler → trail writer, with ``error.policy``.
+
+Replay, the live capture and the Spark batch driver all run ``Pipeline.process`` per message, so
+the error policy (properties.md §10.4), the discard file and the statistics that reports and
+summaries print (§11) behave the same everywhere. The pipeline does not fsync or acknowledge:
+it returns what was written and which messages each transaction releases, and the caller applies
+``trail.sync`` and acknowledges (the capture loop) or just closes the writer (replay).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, TextIO
+
+from msgcap import dumps
+from msgcap.assembler import Assembled, Assembler, ImageRules, Restart
+from msgcap.msgid import MessageIds
+from msgcap.trail.records import Position, TrailTransaction
+from parsers.model import Message, Op
+from props.errors import MessageError, SourceError
+
+OP_LABELS = {"I": "insert", "U": "update", "D": "delete", "T": "truncate"}
+
+
+class Writer(Protocol):
+    """What the pipeline needs of ``msgcap.trail.writer.TrailWriter``."""
+
+    def write_transaction(self, tx: TrailTransaction) -> Position: ...
+
+
+class Parser(Protocol):
+    def parse(self, message: Message) -> list[Op]: ...
+
+
+@dataclass(slots=True)
+class Stats:
+    """Counters since start; ``copy()`` + ``since(earlier)`` give the interval of a report.
+
+    ``body_size`` counts characters of text bodies and bytes of byte bodies (throughput figures).
+    """
+
+    messages: int = 0
+    duplicates: int = 0
+    discarded: int = 0
+    transactions: int = 0
+    skipped_transactions: int = 0
+    operations: dict[tuple[str, str], int] = field(default_factory=dict)
+    body_size: int = 0
+    trail_files: list[str] = field(default_factory=list)
+    last_position: Position | None = None
+    last_commit_us: int | None = None
+
+    @property
+    def total_operations(self) -> int:
+        return sum(self.operations.values())
+
+    def copy(self) -> Stats:
+        return Stats(self.messages, self.duplicates, self.discarded, self.transactions,
+                     self.skipped_transactions, dict(self.operations), self.body_size,
+                     list(self.trail_files), self.last_position, self.last_commit_us)
+
+    def since(self, earlier: Stats) -> Stats:
+        """The counts of the interval after ``earlier`` (positions are this one's)."""
+        ops = {k: v - earlier.operations.get(k, 0) for k, v in self.operations.items()}
+        return Stats(self.messages - earlier.messages, self.duplicates - earlier.duplicates,
+                     self.discarded - earlier.discarded,
+                     self.transactions - earlier.transactions,
+                     self.skipped_transactions - earlier.skipped_transactions,
+                     {k: v for k, v in ops.items() if v}, self.body_size - earlier.body_size,
+                     [f for f in self.trail_files if f not in earlier.trail_files],
+                     self.last_position, self.last_commit_us)
+
+    def summary(self) -> str:
+        """The multi-line summary replay prints and reports reuse."""
+        lines = [(f"messages {self.messages}  duplicates {self.duplicates}  "
+                  f"discarded {self.discarded}  transactions {self.transactions}  "
+                  f"operations {self.total_operations}")]
+        tables: dict[str, dict[str, int]] = {}
+        for (table, optype), n in sorted(self.operations.items()):
+            tables.setdefault(table, {})[optype] = n
+        width = max((len(t) for t in tables), default=0)
+        for table, counts in tables.items():
+            parts = "  ".join(f"{OP_LABELS.get(o, o)} {counts[o]}"
+                              for o in ("I", "U", "D", "T") if o in counts)
+            lines.append(f"  {table.ljust(width)}  {parts}")
+        if self.trail_files:
+            lines.append("trail files: " + " ".join(self.trail_files))
+        else:
+            lines.append("trail files: none written")
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class Processed:
+    """What one message did.
+
+    ``written``: transactions it completed, each with the position the writer returned and the
+    messages it releases for acknowledgement once durable. ``ack_now``: the message itself needs
+    no durable trail data (no operations, a duplicate, or discarded — after the discard record).
+    """
+
+    written: list[tuple[Assembled, Position]] = field(default_factory=list)
+    ack_now: bool = False
+    duplicate: bool = False
+    discarded: MessageError | None = None
+
+
+class DiscardFile:
+    """``error.file``: one JSON line per discarded message (§10.4), opened on first use.
+
+    ``sync=True`` fsyncs each record, so a discarded message can be acknowledged right after.
+    """
+
+    def __init__(self, path: str, *, sync: bool = False) -> None:
+        self.path = path
+        self.sync = sync
+        self._fh: TextIO | None = None
+
+    def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
+        record = {
+            "time": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
+            "error": error.reason,
+            "position": error.position,
+            "source": error.source or message.name,
+            "message": dumps.entry(message, id=raw_id),
+        }
+        fh = self._open()
+        try:
+            fh.write(dumps.dumps_line(record))
+            fh.flush()
+            if self.sync:
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise SourceError(f"cannot write the discard file: {exc.strerror}",
+                              url=self.path) from None
+
+    def _open(self) -> TextIO:
+        if self._fh is None:
+            try:
+                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+                self._fh = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115
+            except OSError as exc:
+                raise SourceError(f"cannot open the discard file: {exc.strerror}",
+                                  url=self.path) from None
+        return self._fh
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class Pipeline:
+    """Runs messages through ids, parser, assembler and writer under one error policy.
+
+    ``policy`` is ``abend`` (re-raise the located MessageError; the trail keeps exactly the
+    transactions written before) or ``discard`` (write the message to ``discard`` and go on).
+    Errors that are not MessageErrors (configuration, trail I/O, id width) always propagate.
+    """
+
+    def __init__(self, parser: Parser, assembler: Assembler, writer: Writer, ids: MessageIds,
+                 *, policy: str = "abend", discard: DiscardFile | None = None,
+                 stats: Stats | None = None) -> None:
+        if policy not in ("abend", "discard"):
+            raise ValueError(f"error policy {policy!r}")
+        if policy == "discard" and discard is None:
+            raise ValueError("discard policy needs a discard file")
+        self.parser = parser
+        self.assembler = assembler
+        self.writer = writer
+        self.ids = ids
+        self.policy = policy
+        self.discard = discard
+        self.stats = stats or Stats()
+
+    def process(self, message: Message) -> Processed:
+        """One message through the pipeline; see ``Processed``."""
+        stats = self.stats
+        stats.messages += 1
+        stats.body_size += len(message.body)
+        raw_id = message.id
+        try:
+            message.id = self.ids.next_id(message)
+            outcome = self.assembler.add(message, self.parser.parse(message))
+        except MessageError as exc:
+            return self._reject(message, exc.located(message.name), raw_id)
+        result = Processed(ack_now=outcome.ack_now, duplicate=outcome.duplicate)
+        if outcome.duplicate:
+            stats.duplicates += 1
+        stats.skipped_transactions += outcome.skipped_transactions
+        for done in outcome.completed:
+            try:
+                position = self.writer.write_transaction(done.tx)
+            except MessageError as exc:
+                # e.g. a record over the trail's size limit: the whole transaction is lost
+                return self._reject(message, exc.located(message.name), raw_id, result)
+            result.written.append((done, position))
+            self._count(done, position)
+        return result
+
+    def finish(self) -> None:
+        """End of a finite input (replay, batch): an open transaction is an error."""
+        self.assembler.finish()
+
+    def _reject(self, message: Message, error: MessageError, raw_id: str,
+                result: Processed | None = None) -> Processed:
+        if self.policy == "abend":
+            raise error
+        assert self.discard is not None
+        self.discard.write(message, error, raw_id=raw_id)
+        self.stats.discarded += 1
+        result = result or Processed()
+        result.ack_now = True
+        result.discarded = error
+        return result
+
+    def _count(self, done: Assembled, position: Position) -> None:
+        stats = self.stats
+        stats.transactions += 1
+        ops = stats.operations
+        for key, n in done.ops.items():
+            ops[key] = ops.get(key, 0) + n
+        stats.last_position = position
+        stats.last_commit_us = done.tx.records[-1].io_time
+        file = getattr(position, "file", "")
+        if file and (not stats.trail_files or stats.trail_files[-1] != file):
+            stats.trail_files.append(file)
+
+
+def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
+                   definitions: Any = None, parser: Parser | None = None,
+                   last_message_id: str | None = None, discard_sync: bool = False) -> Pipeline:
+    """A Pipeline as ``settings`` configure it, continuing from the writer's ``recovery``.
+
+    ``definitions`` default to ``gendef.build.build_definitions(settings)``; ``last_message_id``
+    (from a checkpoint) fixes the id width and the floor of ``time`` ids.
+    """
+    if parser is None:
+        from parsers.base import build_parser
+
+        if definitions is None:
+            from gendef.build import build_definitions
+
+            definitions = build_definitions(settings)
+        parser = build_parser(settings, definitions)
+    mode = settings.jms.id
+    if last_message_id is None and mode.strip().lower() == "time" and recovery is not None:
+        last_message_id = getattr(recovery, "last_seqid", None)
+    ids = MessageIds(mode, last_message_id)
+    assembler = Assembler(ImageRules.from_settings(settings), Restart.from_recovery(recovery))
+    discard = (DiscardFile(settings.error.file, sync=discard_sync)
+               if settings.error.policy == "discard" else None)
+    return Pipeline(parser, assembler, writer, ids, policy=settings.error.policy,
+                    discard=discard)
+
+
+def write_trail_defs(settings: Any, definitions: Any) -> str | None:
+    """``trail.defs``: write the definitions in use next to the trail (temp file + rename)."""
+    path = settings.trail.defs
+    if not path:
+        return None
+    from gendef.defgen import write_defs
+
+    write_defs(definitions, path)
+    return path
