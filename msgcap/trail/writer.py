@@ -1,0 +1,384 @@
+"""The trail writer: file naming, roll-over, file headers, durability and crash recovery
+(trail-format.md §2, §14; properties.md §10.1).
+
+Transactions are encoded whole and appended with as few ``write()`` calls as possible; bytes
+are buffered in memory only between ``write()`` calls, never split inside a transaction unless
+the transaction itself is larger than a file. ``open()`` validates the existing trail before
+anything is appended: the writer never appends after bytes it has not read back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Self
+
+from msgcap import __version__
+from msgcap.trail.encoder import TrailEncoder
+from msgcap.trail.fileheader import default_uri, encode_file_header
+from msgcap.trail.layout import MIN_RECORD, REC_G, REC_Z, layout_for
+from msgcap.trail.reader import TrailFile, sequence_files, trail_file_name
+from msgcap.trail.records import TRANSIND_END, TRANSIND_WHOLE, Position, TrailTransaction
+from props.errors import TrailError
+
+log = logging.getLogger("msgcap.trail")
+
+SYNC_MODES = ("transaction", "batch", "none")
+_WRITE_BUFFER = 1 << 20
+_TRANSIND_OFFSET = 8 + 28  # G head + H head + GHDR offset 28
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What ``open()`` found: the last complete transaction and where appending continues.
+
+    ``last_*`` describe the last record of the last complete transaction (None for an empty
+    trail); ``txnum`` is its transaction number (AuditRBA; 0 when empty). ``seqno``/``rba``/
+    ``file`` are the position where the next transaction is appended. ``truncated`` counts the
+    bytes of incomplete data removed, ``deleted`` the files removed.
+    """
+
+    last_seqid: str | None = None
+    last_audit_pos: int | None = None
+    last_txid: str | None = None
+    txnum: int = 0
+    seqno: int = 0
+    rba: int = 0
+    file: str = ""
+    truncated: int = 0
+    deleted: tuple[str, ...] = ()
+
+    @property
+    def position(self) -> Position:
+        return Position(self.seqno, self.rba, self.file)
+
+
+@dataclass(slots=True)
+class _Scan:
+    """One file as recovery saw it."""
+
+    seqno: int
+    path: str
+    size: int
+    header_len: int | None  # None: F record absent or partial
+    byteorder: str | None
+    last_end: int | None = None  # end of the last record with TransInd 2 or 3
+    last: tuple[str | None, int, str | None, int] | None = None  # seqid, pos, txid, auditrba
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _scan(seqno: int, path: str) -> _Scan:
+    """Read one file forwards; the valid prefix ends at the first partial or invalid record."""
+    with TrailFile(path) as tf:
+        if tf.header is None:
+            return _Scan(seqno, path, tf.size, None, None)
+        s = _Scan(seqno, path, tf.size, tf.data_start, tf.header.byteorder)
+        try:
+            for rec in tf.records():
+                if rec.transind in (TRANSIND_END, TRANSIND_WHOLE):
+                    s.last_end = rec.end
+                    s.last = (rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba)
+        except TrailError as exc:
+            log.warning("trail recovery: %s", exc)
+    return s
+
+
+class TrailWriter:
+    """Appends transactions to the trail ``path`` (directory + two-character prefix)."""
+
+    def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
+                 byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
+                 uri: str | None = None) -> None:
+        if seqlen not in (6, 9):
+            raise ValueError(f"seqlen {seqlen} (expected 6 or 9)")
+        if not 1 <= megabytes <= 2000:
+            raise ValueError(f"megabytes {megabytes} (expected 1–2000)")
+        if sync not in SYNC_MODES:
+            raise ValueError(f"sync {sync!r} (expected one of {', '.join(SYNC_MODES)})")
+        layout_for(byteorder)
+        self.path, self.seqlen, self.byteorder, self.sync = path, seqlen, byteorder, sync
+        self.limit = megabytes * 1024 * 1024
+        self.extract = extract
+        self.uri = uri if uri is not None else default_uri(extract)
+        self.encoder = TrailEncoder(byteorder)
+        self._head = layout_for(byteorder).head.unpack_from
+        self._fd: int | None = None
+        self._seqno = 0
+        self._file = ""
+        self._size = 0  # logical size of the current file, buffered bytes included
+        self._header_len = 0
+        self._buf: list[bytes] = []
+        self._buflen = 0
+        self._broken: str | None = None
+        self._roll_first = False
+        self.txnum = 0
+        self.last_seqid: str | None = None
+        self.last_audit_pos: int | None = None
+        self.last_txid: str | None = None
+        self.durable: Position | None = None
+
+    # -- opening and recovery ------------------------------------------------------------------
+
+    def open(self, durable: Position | None = None) -> Recovery:
+        """Recover the trail (§14) and get ready to append; ``durable`` is the checkpoint's
+        durable position: a trail whose last complete transaction ends before it is an error."""
+        if self._fd is not None:
+            raise TrailError("trail writer is already open", file=self._file)
+        d = os.path.dirname(self.path)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        files = sequence_files(self.path, self.seqlen)
+        if not files:
+            self._create(0)
+            self.durable = self.position
+            return Recovery(seqno=0, rba=self._size, file=self._file)
+        scans: list[_Scan] = []
+        for seqno, path in reversed(files):
+            s = _scan(seqno, path)
+            scans.append(s)
+            if s.last_end is not None:
+                break
+        newest, found = scans[0], scans[-1]
+        if found.last_end is not None:
+            r_seq, r_end = found.seqno, found.last_end
+        else:
+            r_seq, r_end = found.seqno, found.header_len or 0
+        if durable is not None and (r_seq, r_end) < (durable.seqno, durable.rba):
+            raise TrailError(
+                f"the trail's last complete transaction ends at seqno {r_seq} RBA {r_end}, before "
+                f"the durable checkpoint position seqno {durable.seqno} RBA {durable.rba}: durable "
+                f"data is damaged; nothing was truncated", file=found.path)
+        # continue in the next file when R ends its file and the next one is only a header
+        later = scans[:-1]  # newer files than R's, newest first
+        nxt = later[-1] if later else None
+        target, cut_to = found, r_end
+        if (found.last_end is not None and r_end == found.size and nxt is not None
+                and nxt.header_len is not None and nxt.size == nxt.header_len):
+            target, cut_to = nxt, nxt.header_len
+            later = later[:-1]
+        deleted = []
+        truncated = 0
+        for s in later:
+            truncated += s.size
+            os.unlink(s.path)
+            deleted.append(s.path)
+        if target.header_len is None:  # F record absent or partial: rewrite it
+            truncated += target.size
+            self._create(target.seqno, replace=True)
+        else:
+            truncated += target.size - cut_to
+            self._reopen(target, cut_to)
+        if deleted and self.sync != "none":
+            _fsync_dir(self.path)
+        if target.byteorder is not None and target.byteorder != self.byteorder:
+            self._roll_first = True  # never mix byte orders in one file
+        if newest is not target and not deleted:
+            log.info("trail recovery: continuing in %s", target.path)
+        if truncated:
+            log.warning("trail recovery: removed %d bytes of incomplete data after %s RBA %d",
+                        truncated, self._file, self._size)
+        rec = Recovery(seqno=self._seqno, rba=self._size, file=self._file, truncated=truncated,
+                       deleted=tuple(deleted))
+        if found.last is not None:
+            seqid, pos, txid, audit_rba = found.last
+            self.last_seqid, self.last_audit_pos, self.last_txid = seqid, pos, txid
+            self.txnum = audit_rba
+            rec = Recovery(seqid, pos, txid, audit_rba, self._seqno, self._size, self._file,
+                           truncated, tuple(deleted))
+        self.durable = self.position
+        return rec
+
+    def _reopen(self, s: _Scan, cut_to: int) -> None:
+        fd = os.open(s.path, os.O_WRONLY)
+        try:
+            if s.size != cut_to:
+                os.ftruncate(fd, cut_to)
+                if self.sync != "none":
+                    os.fsync(fd)
+            os.lseek(fd, cut_to, os.SEEK_SET)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd, self._seqno, self._file = fd, s.seqno, s.path
+        self._size, self._header_len = cut_to, s.header_len or 0
+
+    def _create(self, seqno: int, replace: bool = False) -> None:
+        """A new file with its F record, fsynced with its directory (unless sync=none)."""
+        if seqno >= 10 ** self.seqlen:
+            raise TrailError(f"trail sequence number {seqno} exceeds {self.seqlen} digits",
+                             file=self.path)
+        path = trail_file_name(self.path, seqno, self.seqlen)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if replace else os.O_EXCL)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileExistsError:
+            raise TrailError("next trail file already exists; not overwriting it",
+                             file=path) from None
+        header = encode_file_header(byteorder=self.byteorder, seqno=seqno, file_name=path,
+                                    uri=self.uri, extract=self.extract,
+                                    created_us=time.time_ns() // 1000, version=__version__)
+        self._fd, self._seqno, self._file = fd, seqno, path
+        self._size = self._header_len = 0
+        self._write_all(header)
+        self._size = self._header_len = len(header)
+        if self.sync != "none":
+            os.fsync(fd)
+            _fsync_dir(path)
+
+    # -- appending -----------------------------------------------------------------------------
+
+    @property
+    def position(self) -> Position:
+        """End of the data written so far (buffered bytes included)."""
+        return Position(self._seqno, self._size, self._file)
+
+    def write_transaction(self, tx: TrailTransaction) -> Position:
+        """Encode and append one transaction; returns the position after it."""
+        self._check()
+        data = self.encoder.encode_transaction(tx, self.txnum + 1)
+        last = tx.records[-1]
+        return self._commit(data, 1, last.seqid, last.audit_pos, tx.txid)
+
+    def append_encoded(self, data: bytes, *, transactions: int, last_seqid: str | None,
+                       last_audit_pos: int | None, last_txid: str | None) -> Position:
+        """Append whole transactions encoded elsewhere (``encode_transaction`` with transaction
+        numbers ``txnum + 1`` onwards, in this writer's byte order)."""
+        self._check()
+        if data:
+            self._validate(data)
+        return self._commit(data, transactions, last_seqid, last_audit_pos, last_txid)
+
+    def _commit(self, data: bytes, transactions: int, seqid: str | None, pos: int | None,
+                txid: str | None) -> Position:
+        if data:
+            self._append(data)
+        self.txnum += transactions
+        if transactions:
+            self.last_seqid, self.last_audit_pos, self.last_txid = seqid, pos, txid
+        if self.sync == "transaction":
+            self.flush_durable()
+        return self.position
+
+    def _validate(self, data: bytes) -> None:
+        """Encoded data must be whole records ending a transaction."""
+        p, n, last = 0, len(data), -1
+        while p < n:
+            if p + 4 > n:
+                raise TrailError("encoded data ends inside a record head", file=self._file)
+            rid, _, total = self._head(data, p)
+            if rid != REC_G or total < MIN_RECORD or p + total > n:
+                raise TrailError(f"encoded data: no complete record at offset {p}",
+                                 file=self._file)
+            zid, _, ztotal = self._head(data, p + total - 4)
+            if zid != REC_Z or ztotal != total:
+                raise TrailError(f"encoded data: bad trailer at offset {p}", file=self._file)
+            last, p = p, p + total
+        if data[last + _TRANSIND_OFFSET] not in (TRANSIND_END, TRANSIND_WHOLE):
+            raise TrailError("encoded data does not end with a complete transaction",
+                             file=self._file)
+
+    def _append(self, data: bytes) -> None:
+        if self._roll_first:
+            self._roll_first = False
+            if self._size > self._header_len:
+                self._roll()
+        n = len(data)
+        if self._size + n <= self.limit:
+            self._add(data)
+            return
+        if self._size > self._header_len:
+            self._roll()
+        if self._size + n <= self.limit:
+            self._add(data)
+            return
+        # larger than a file: continue into following files at record boundaries
+        p, start = 0, 0
+        while p < n:
+            total = self._head(data, p)[2]
+            if self._size + (p - start) + total > self.limit and (
+                    self._size + (p - start) > self._header_len):
+                self._add(data[start:p])
+                self._roll()
+                start = p
+            p += total
+        self._add(data[start:])
+
+    def _add(self, data: bytes) -> None:
+        if not data:
+            return
+        self._buf.append(data)
+        self._buflen += len(data)
+        self._size += len(data)
+        if self._buflen >= _WRITE_BUFFER:
+            self.flush()
+
+    def _roll(self) -> None:
+        self.flush()
+        if self.sync != "none":
+            os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+        self._create(self._seqno + 1)
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+        except OSError as exc:
+            self._broken = f"write failed: {exc.strerror}"
+            raise TrailError(self._broken, file=self._file, rba=self._size) from None
+
+    def _check(self) -> None:
+        if self._fd is None:
+            raise TrailError("trail writer is not open", file=self.path)
+        if self._broken:
+            raise TrailError(f"trail writer stopped after an error ({self._broken}); "
+                             "reopen to recover", file=self._file)
+
+    def flush(self) -> None:
+        """``write()`` the buffered transactions (no fsync)."""
+        if self._buf:
+            data = b"".join(self._buf) if len(self._buf) > 1 else self._buf[0]
+            self._buf.clear()
+            self._buflen = 0
+            self._write_all(data)
+
+    def flush_durable(self) -> Position:
+        """Write buffered data and fsync it (``sync=none``: write only); the durable position."""
+        self._check()
+        self.flush()
+        if self.sync != "none":
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                self._broken = f"fsync failed: {exc.strerror}"
+                raise TrailError(self._broken, file=self._file) from None
+        self.durable = self.position
+        return self.durable
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            if not self._broken:
+                self.flush_durable()
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
