@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     parser = build_parser(settings, definitions)
     write_trail_defs(settings, definitions)
     trail = settings.trail
-    writer = TrailWriter(trail.path, trail.seqlen, trail.megabytes, trail.byteorder, trail.sync,
-                         trail.extract, trail.uri)
+    writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
+                         byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
+                         uri=trail.uri)
     recovery = writer.open()
     pipeline = build_pipeline(settings, writer, recovery, definitions=definitions,
                               parser=parser)
