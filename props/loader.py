@@ -833,6 +833,8 @@ class _Loader:
                 continue
             type_key = f"{name}.type"
             rule_type = self.text(type_key)
+            if rule_type is not None:
+                rule_type = rule_type.lower()
             if rule_type is None:
                 raise self.error(referrer, f"rule {name} has no {type_key} (tx, op or col)")
             if rule_type not in RULE_ATTRS:
