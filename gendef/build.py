@@ -12,6 +12,7 @@ Two views of the same sources:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from gendef.defgen import read_defs
@@ -20,6 +21,8 @@ from gendef.userdefs import user_definitions
 from props.errors import DefinitionError, PropertyError
 from props.expr import Const, Field, normalize_field
 from props.settings import FixedSettings, ParserCommon, Settings
+
+log = logging.getLogger(__name__)
 
 # Header fields an item reads when its property is not set (properties.md §3.2).
 _DEFAULT_FIELDS = {"optype": "OPTYPE", "timestamp": "TIMESTAMP", "seqid": "ID", "txind": "TXIND"}
@@ -86,6 +89,7 @@ def build_definitions(settings: Settings) -> Definitions:
         tables = _fixed_sourcedefs_tables(settings, parser, load_source_definitions(settings))
     else:
         tables = load_source_definitions(settings).tables
+    log.debug("definitions for %s: %s", settings.file, ", ".join(t.name for t in tables))
     return Definitions(tuple(t.normalized() for t in tables), DefsHeader())
 
 

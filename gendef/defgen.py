@@ -83,7 +83,9 @@ def read_defs(path: str | os.PathLike[str]) -> Definitions:
         line = data.count(b"\n", 0, exc.start) + 1
         raise DefinitionError(f"bytes not valid in {encoding}: {exc.reason}",
                               file=name, line=line) from None
-    return parse_defs(text, name)
+    defs = parse_defs(text, name)
+    log.debug("%s: %d tables (Defgen %s, %s)", name, len(defs), defs.header.version, encoding)
+    return defs
 
 
 def parse_defs(text: str, file: str = "<defs>") -> Definitions:
