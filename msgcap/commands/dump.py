@@ -1,0 +1,85 @@
+"""``msgcap dump``: show trail records, Logdump-style or as JSON Lines (trail-format.md §17)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+HELP = "show the records of trail files (Logdump-style, or --json)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--defs", metavar="FILE",
+                        help="DEFGEN source definitions: column names and typed values")
+    parser.add_argument("--json", action="store_true", help="JSON Lines (the stable interface)")
+    parser.add_argument("--count", type=int, metavar="N", help="stop after N data records")
+    parser.add_argument("--rba", type=int, metavar="N",
+                        help="start the first file at this RBA (a record start)")
+    parser.add_argument("trails", nargs="+", metavar="TRAIL",
+                        help="trail files, in order; a trail prefix (dirdat/aa) reads its files "
+                             "in sequence")
+
+
+def _expand(args: list[str]) -> list[tuple[str, bool]]:
+    """(file, follow roll-over) per argument; a prefix expands to its first file."""
+    from msgcap.trail.reader import sequence_files
+    from props.errors import TrailError
+
+    out = []
+    for a in args:
+        if os.path.exists(a):
+            out.append((a, False))
+            continue
+        files = sequence_files(a, 9) or sequence_files(a, 6)
+        if not files:
+            raise TrailError("no such file or trail", file=a)
+        out.append((files[0][1], True))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from msgcap.trail import dumpfmt
+    from msgcap.trail.reader import TrailReader
+    from props.errors import TrailError
+
+    if args.count is not None and args.count < 0:
+        raise TrailError("--count must not be negative")
+    definitions = None
+    if args.defs:
+        from gendef.defgen import read_defs
+        definitions = read_defs(args.defs)
+    out = sys.stdout
+    as_json = args.json
+    count = 0
+    first = True
+    for path, follow in _expand(args.trails):
+        reader = TrailReader(path, definitions, follow=follow)
+        for tf in reader.files():
+            if tf.header is not None:
+                out.write(json.dumps(dumpfmt.header_json(tf.name, tf.header), ensure_ascii=False)
+                          if as_json else dumpfmt.header_text(tf.name, tf.header))
+                out.write("\n")
+            for rec in tf.records(args.rba if first else None):
+                if args.count is not None and count >= args.count:
+                    return 0
+                decoder = reader.decoder(rec) if definitions is not None else None
+                if as_json:
+                    out.write(json.dumps(dumpfmt.record_json(rec, decoder), ensure_ascii=False))
+                    out.write("\n")
+                else:
+                    out.write(dumpfmt.record_text(rec, decoder))
+                    out.write("\n\n")
+                count += 1
+            first = False
+            if tf.tail is not None:
+                note = f"{tf.tail}"
+                if as_json:
+                    out.flush()
+                    print(note, file=sys.stderr)
+                else:
+                    out.write(note + "\n")
+        if args.count is not None and count >= args.count:
+            break
+    return 0
