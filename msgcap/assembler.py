@@ -225,12 +225,12 @@ class Assembler:
             for op in ops:
                 if op.txind is not None:
                     raise MessageError("operations with and without txind in one message",
-                                       position=_where(op))
+                                       position=_where(op, "txind"))
                 if op.txid != first.txid:
                     raise MessageError(
                         f"txid {op.txid!r} differs from the message's first txid "
                         f"{first.txid!r} (without txind a message is one transaction)",
-                        position=_where(op))
+                        position=_where(op, "txid"))
             tx = self._begin(first, name)
             for op in ops:
                 written += self._append(tx, op)
@@ -241,27 +241,27 @@ class Assembler:
                 ind = op.txind
                 if ind is None:
                     raise MessageError("operations with and without txind in one message",
-                                       position=_where(op))
+                                       position=_where(op, "txind"))
                 tx = self._open
                 if ind == TX_BEGIN or ind == TX_WHOLE:
                     if tx is not None:
                         raise MessageError(
                             f"txind {_TXIND_NAMES[ind]} while transaction {tx.txid} (begun in "
                             f"{tx.first_message}) is open: transactions must not interleave",
-                            position=_where(op))
+                            position=_where(op, "txind"))
                     tx = self._open = self._begin(op, name)
                 elif ind == TX_MIDDLE or ind == TX_END:
                     if tx is None:
                         raise MessageError(
                             f"txind {_TXIND_NAMES[ind]} without an open transaction",
-                            position=_where(op))
+                            position=_where(op, "txind"))
                     if op.txid != tx.given_txid:
                         raise MessageError(
                             f"txid {op.txid!r} differs from the open transaction's txid "
                             f"{tx.given_txid!r}: transactions must not interleave",
-                            position=_where(op))
+                            position=_where(op, "txid"))
                 else:
-                    raise MessageError(f"unknown txind {ind!r}", position=_where(op))
+                    raise MessageError(f"unknown txind {ind!r}", position=_where(op, "txind"))
                 n = self._append(tx, op)
                 written += n
                 if n:
@@ -304,7 +304,7 @@ class Assembler:
         if len(seqid) != len(s):
             raise MessageError(
                 f"seqid {seqid!r} has {len(seqid)} characters, the previous one {s!r} "
-                f"{len(s)}: seqids must be fixed-width", position=_where(op))
+                f"{len(s)}: seqids must be fixed-width", position=_where(op, "seqid"))
         return seqid < s or (seqid == s and op.ordinal <= k)
 
     def _append(self, tx: _OpenTx, op: Op) -> int:
@@ -312,7 +312,8 @@ class Assembler:
         if self._is_written(op) != tx.skipping:
             raise MessageError(
                 f"seqid {op.seqid} ordinal {op.ordinal}: transaction {tx.txid or '?'} is only "
-                "partly in the trail already (seqids do not increase)", position=_where(op))
+                "partly in the trail already (seqids do not increase)",
+                position=_where(op, "seqid"))
         if tx.skipping:
             return 0
         seqid = op.seqid
@@ -378,7 +379,7 @@ class Assembler:
                 raise MessageError(
                     f"key column {changed} changes ({before[keys[0]]!r} → …): primary-key "
                     "updates are not supported by the delimited parser",
-                    position=f"column {changed}")
+                    position=_where(op, f"column {changed}"))
             iotype = IOTYPE_PKUPDATE
             key_before = _only(before, keys)
         out = []
@@ -397,8 +398,9 @@ def _counter(last: str | None, width: int | None) -> int:
     return 0
 
 
-def _where(op: Op) -> str:
-    return f"table {op.table.name} operation {op.ordinal}"
+def _where(op: Op, item: str | None = None) -> str:
+    where = f"operation {op.ordinal + 1} ({op.table.name})"
+    return f"{where}, {item}" if item else where
 
 
 def _image(op: Op, values: list[Any] | None, which: str) -> list[Any]:
@@ -415,7 +417,7 @@ def _check_keys(op: Op, values: list[Any]) -> None:
     for i in table.key_indexes:
         if values[i] is MISSING:
             raise MessageError(f"key column {table.columns[i].name} is missing",
-                               position=f"table {table.name} column {table.columns[i].name}")
+                               position=_where(op, f"column {table.columns[i].name}"))
 
 
 def _only(values: list[Any], indexes: Sequence[int]) -> list[Any]:
