@@ -56,6 +56,8 @@ _HEADER_LABELS = (
 # Field counts of a column line (name included) per DEFGEN version.
 _FIELDS_BY_VERSION = {"2.0": 19}
 _FULL_FIELDS = 24
+# Right-aligned widths of fields 2–24 in DEFGEN's column lines (sourcedefs.md §6.1).
+_WIDTHS = (4, 7, 9, 3, 3, 2, 2, 7, 7, 7, 2, 2, 2, 2, 2, 5, 2, 4, 5, 9, 7, 2, 2)
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -286,7 +288,15 @@ def format_defs(defs: Definitions, created: datetime | str | None = None) -> str
 
 
 def format_table(table: Table) -> list[str]:
-    """The lines of one table block, in DEFGEN's exact column layout."""
+    """The lines of one table block, in DEFGEN's exact column layout.
+
+    A value too wide for its DEFGEN column gets one leading space instead of touching its
+    neighbour, so the line still splits into the same fields.
+    """
+    for name in (table.name, *(c.name for c in table.columns)):
+        if not name or any(ch.isspace() for ch in name):
+            raise DefinitionError(f"table {table.name}: name {name!r} cannot be written to a "
+                                  "DEFGEN file (empty or contains whitespace)")
     w = max((len(c.name) for c in table.columns), default=0)
     lines = [
         f"Definition for table {table.name}",
@@ -295,14 +305,15 @@ def format_table(table: Table) -> list[str]:
         f"Columns: {len(table.columns)}",
     ]
     for c in table.columns:
-        (f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12, f13, f14, f15, f16, f17, f18, f19,
-         f20, f21, f22, f23, f24) = c.fields()
-        lines.append(
-            f"{c.name:<{w}} {f2:>4}{f3:>7}{f4:>9}{f5:>3}{f6:>3}{f7:>2}{f8:>2}{f9:>7}{f10:>7}"
-            f"{f11:>7}{f12:>2}{f13:>2}{f14:>2}{f15:>2}{f16:>2}{f17:>5}{f18:>2}{f19:>4}{f20:>5}"
-            f"{f21:>9}{f22:>7}{f23:>2}{f24:>2}")
+        values = "".join(_cell(v, width) for v, width in zip(c.fields(), _WIDTHS, strict=True))
+        lines.append(f"{c.name:<{w}} {values}")
     lines.append(_END)
     return lines
+
+
+def _cell(value: int, width: int) -> str:
+    text = str(value)
+    return text.rjust(width) if len(text) < width else " " + text
 
 
 def _created_text(created: datetime | str | None, own: str | None) -> str:

@@ -7,9 +7,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gendef.defgen import encode_defs, format_defs, parse_defs, read_defs, write_defs
-from gendef.model import CHAR, DATETIME, NUMBER, VARCHAR, Definitions, Table, varchar_column
+from gendef.model import (
+    CHAR,
+    DATETIME,
+    NUMBER,
+    VARCHAR,
+    Column,
+    Definitions,
+    DefsHeader,
+    Table,
+    varchar_column,
+)
 from props.errors import DefinitionError
 
 DATA = Path(__file__).parent / "data"
@@ -271,3 +283,38 @@ def test_write_is_atomic(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(DefinitionError, match="cannot write"):
         write_defs(defs, blocker / "out.def")
+
+
+# -- property: anything the writer writes reads back to the same model --------------------------
+
+_names = st.from_regex(r"[A-Z][A-Z0-9_$#]{0,20}", fullmatch=True)
+_small = st.integers(min_value=-(10**9), max_value=10**10)
+_columns = st.builds(
+    lambda name, ints, key: Column.from_fields(name, [*ints[:16], int(key), *ints[16:]]),
+    _names, st.lists(_small, min_size=22, max_size=22), st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_names, _names, st.lists(_columns, min_size=1, max_size=6,
+                                                     unique_by=lambda c: c.name)),
+                min_size=1, max_size=3, unique_by=lambda t: (t[0], t[1])),
+       st.booleans())
+def test_written_definitions_read_back_identically(tables, rule: bool) -> None:
+    built = []
+    for schema, name, cols in tables:
+        t = Table.build(f"{schema}.{name}", cols)
+        built.append(t if rule else Table(t.name, t.columns, t.record_length + 7, t.syskey))
+    defs = Definitions(tuple(built), DefsHeader(created="2024-03-01 10:15"))
+    logging.getLogger("gendef.defgen").disabled = True
+    try:
+        again = parse_defs(format_defs(defs), "prop.def")
+    finally:
+        logging.getLogger("gendef.defgen").disabled = False
+    assert again == defs
+    assert format_defs(again) == format_defs(defs)
+
+
+def test_names_with_whitespace_cannot_be_written() -> None:
+    defs = Definitions((Table.build("A.B", [varchar_column("MY COL", 1)]),))
+    with pytest.raises(DefinitionError, match="'MY COL'"):
+        format_defs(defs)
