@@ -657,14 +657,16 @@ class _Loader:
             raise self.error(keys[0], f"user-defined tables need {tables_key}")
         declared: set[str] = {tables_key}
         tables: list[UserTable] = []
+        names = _split_list(tables_text)
         seen_tables: set[str] = set()
-        for name in _split_list(tables_text):
+        for name in names:
             if not name or "." not in name or "" in name.split("."):
                 raise self.error(tables_key, f"{name!r} is not a qualified table name "
                                  "(SCHEMA.TABLE)")
             if name.upper() in seen_tables:
                 raise self.error(tables_key, f"table {name} is listed twice")
             seen_tables.add(name.upper())
+        for name in names:
             columns_key = f"{prefix}{name}.columns"
             declared.add(columns_key)
             columns_text = self.text(columns_key)
