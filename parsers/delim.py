@@ -127,6 +127,8 @@ class Dialect:
                 seq in body for seq in self._scan_escapes):
             return self._scan(body)
         lines = body.split(self.linedelim)
+        if not lines[-1]:
+            lines.pop()  # the final line delimiter is optional
         if self.crlf and "\r" in body:
             lines = [line.removesuffix("\r") for line in lines]
         fd, null = self.fielddelim, self.nullindicator
@@ -175,7 +177,10 @@ class Dialect:
             pos = m.end()
             if sep == fd:
                 continue
-            records.append([] if blank and len(record) == 1 else record)
+            if not (blank and len(record) == 1):
+                records.append(record)
+            elif sep:
+                records.append([])  # an empty line (an empty body yields no record)
             if not sep or pos >= end:
                 break
             record = []
