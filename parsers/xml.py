@@ -311,15 +311,10 @@ class XmlParser(ParserBase):
 
     # -- build ------------------------------------------------------------------------------------
 
-    def _match(self, rule: Rule, top: bool) -> CompiledXPath | None:
+    def _match(self, rule: Rule) -> CompiledXPath | None:
+        """The compiled ``match`` (an absolute one in a subrule is evaluated as written)."""
         if rule.match is None:
             return None
-        if not top and rule.match.text.lstrip().startswith("/"):
-            import logging
-            logging.getLogger(__name__).warning(
-                "%s: %s=%s is absolute; a subrule's match is usually relative (./%s)",
-                rule.where("match"), rule.prop("match"), rule.match.text,
-                rule.match.text.lstrip("/"))
         return self._compiler.xpath(rule, "match", rule.match)
 
     def _tx_rule(self, rule: Rule) -> _TxRule:
@@ -329,7 +324,7 @@ class XmlParser(ParserBase):
                 raise _prop_error(f"a tx rule takes only op subrules; {sub.name} is {sub.type}",
                                   rule, "subrules")
             ops.append(self._op_rule(sub, under_tx=True, top=False))
-        return _TxRule(rule, self._match(rule, True), _items(self._compiler, rule), tuple(ops))
+        return _TxRule(rule, self._match(rule), _items(self._compiler, rule), tuple(ops))
 
     def _op_rule(self, rule: Rule, *, under_tx: bool, top: bool) -> _OpRule:
         c = self._compiler
@@ -375,7 +370,7 @@ class XmlParser(ParserBase):
                     if exc.position:
                         raise
                     raise _error(exc.reason, rule, "txind", txind_expr) from None
-        return _OpRule(rule, self._match(rule, top), _items(c, rule), table, optype, txind,
+        return _OpRule(rule, self._match(rule), _items(c, rule), table, optype, txind,
                        tuple(cols), tuple(ops), emits)
 
     def _table(self, rule: Rule) -> Callable[[Any, _State], str]:
@@ -445,7 +440,7 @@ class XmlParser(ParserBase):
         has_before = any(e is not None for e in (
             rule.before_value, rule.before_isnull, rule.before_ismissing))
         delete = before if before.value is not None or has_before else after
-        return _ColRule(rule, self._match(rule, False), name, name_const, index, index_const,
+        return _ColRule(rule, self._match(rule), name, name_const, index, index_const,
                         before, after, has_before, delete)
 
     def _name_or_index(self, rule: Rule, attr: str, expr: Expr) -> _TextGetter:

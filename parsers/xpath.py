@@ -238,15 +238,17 @@ def _position(item: Any) -> str:
 
 
 def _content(item: Any) -> str:
+    """Inner XML: the element serialized, its own start and end tags cut off.
+
+    Serializing the element itself (not each child) keeps namespace declarations on the
+    element, so children do not repeat the ones they inherit.
+    """
     if not isinstance(item, etree._Element):
         return to_text(item)
-    parts = [_escape(item.text or "")]
-    parts.extend(etree.tostring(child, encoding="unicode", with_tail=True) for child in item)
-    return "".join(parts)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    whole = etree.tostring(item, encoding="unicode", with_tail=False)
+    if whole.endswith("/>") and len(item) == 0 and not item.text:
+        return ""
+    return whole[whole.index(">") + 1:whole.rindex("</")]
 
 
 _ACCESSORS: dict[str, Callable[[Any], str]] = {
@@ -354,9 +356,10 @@ class SafeXml:
 
     def __init__(self, maxbytes: int = DEFAULT_MAXBYTES, maxdepth: int = DEFAULT_MAXDEPTH) -> None:
         self.maxbytes, self.maxdepth = maxbytes, maxdepth
+        # Not collect_ids=False: with it libxml2 reads a document's external DTD (file or URL).
         options: dict[str, Any] = {
             "resolve_entities": False, "no_network": True, "load_dtd": False,
-            "dtd_validation": False, "attribute_defaults": False, "collect_ids": False,
+            "dtd_validation": False, "attribute_defaults": False,
             "huge_tree": maxdepth > _LIBXML_DEPTH, "strip_cdata": True}
         self._bytes_parser = etree.XMLParser(**options)
         # A text body is Unicode whatever its declaration says: encode it and force UTF-8.
