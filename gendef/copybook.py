@@ -48,6 +48,7 @@ _NUMBER_RE = re.compile(r"^[+-]?\d*[.,]?\d+$")
 _DATE_WORD_RE = re.compile(r"^[YMDHISF0-9\-/.:_]+$")
 
 MAX_BINARY_DIGITS = 38
+IMPLICIT_RECORD = "RECORD"  # name of the record that holds a copybook without a 01 level
 
 
 # -- the frozen result -------------------------------------------------------------------------
@@ -268,10 +269,11 @@ def tokenize(text: str, file: str | None = None) -> list[Token | _Comment]:
             if len(raw) >= 7 and raw[6] in "*/":
                 out.append(_Comment(raw[7:72].strip(), lineno))
                 continue
-            if len(raw) >= 7 and raw[6] not in " \t-dD":
-                raise CopybookError(f"invalid indicator {raw[6]!r} in column 7", file=file,
-                                    line=lineno, column=7)
-            code, start = raw[7:72], 7
+            # Column 7 is the indicator; like Cobrix, code that starts there is still read.
+            code, start = raw[6:72], 6
+            if code.lstrip().startswith("*"):
+                out.append(_Comment(code.lstrip().lstrip("*>").strip(), lineno))
+                continue
             cut = code.find("*>")
             if cut >= 0:
                 code = code[:cut]
@@ -403,9 +405,14 @@ class _Parser:
             while stack and stack[-1].level >= node.level:
                 stack.pop()
             if not stack:
-                raise CopybookError(f"level {node.level:02d} item outside any 01 record",
-                                    file=self.file, line=node.line, column=node.column,
-                                    field=node.name)
+                if roots and roots[-1].level != 0 or any(r.level == 1 for r in roots):
+                    raise CopybookError(f"level {node.level:02d} item outside any 01 record",
+                                        file=self.file, line=node.line, column=node.column,
+                                        field=node.name)
+                if not roots:
+                    # A copybook of bare items (no 01 level) is one implicit record.
+                    roots.append(_Node(0, IMPLICIT_RECORD, node.line, node.column))
+                stack = [roots[-1]]
             parent = stack[-1]
             if parent.picture is not None or parent.usage in (COMP1, COMP2):
                 raise CopybookError(f"elementary item {parent.name} cannot have subordinate items",
@@ -649,6 +656,7 @@ def parse_picture(text: str, *, file: str | None = None, line: int | None = None
                 right_p += 1
             else:
                 left_p += 1
+                after_point = True  # the implied point lies left of leading P positions
         elif s in "V.":
             after_point = True
             explicit = explicit or s == "."
@@ -803,6 +811,21 @@ def _blocks(children: list[_Node]) -> list[list[_Node]]:
 
 # -- pass 4: flatten into record layouts ------------------------------------------------------------
 
+def item_field(item: Item) -> FieldLayout:
+    """The field layout of one elementary item at its first occurrence (for its decoder)."""
+    pic = item.picture
+    return FieldLayout(
+        name=item.name, column=normalize_name(item.name), offset=item.offset, length=item.size,
+        usage=item.usage, kind=item.kind,
+        digits=pic.digits if pic else 0, scale=pic.scale if pic else 0,
+        scale_factor=pic.scale_factor if pic else 0,
+        signed=bool(pic and (pic.signed or item.sign_separate)) or item.kind == "float",
+        sign_leading=item.sign_leading, sign_separate=item.sign_separate,
+        explicit_point=bool(pic and pic.explicit_point), date_format=item.date_format,
+        key=item.key, redefined=item.redefined, redefining=item.redefines is not None,
+        filler=item.filler, line=item.line)
+
+
 def _flatten(root: Item, names: dict[str, _Node], file: str | None) -> tuple[FieldLayout, ...]:
     out: list[FieldLayout] = []
 
@@ -820,17 +843,10 @@ def _flatten(root: Item, names: dict[str, _Node], file: str | None) -> tuple[Fie
                     walk(c, base, path + (item.name,), sub_idx, sub_odo, r1, r2,
                          filler or item.filler)
                 continue
-            pic = item.picture
-            out.append(FieldLayout(
-                name=item.name, column="", offset=item.offset + base, length=item.size,
-                usage=item.usage, kind=item.kind,
-                digits=pic.digits if pic else 0, scale=pic.scale if pic else 0,
-                scale_factor=pic.scale_factor if pic else 0,
-                signed=bool(pic and (pic.signed or item.sign_separate)) or item.kind == "float",
-                sign_leading=item.sign_leading, sign_separate=item.sign_separate,
-                explicit_point=bool(pic and pic.explicit_point), date_format=item.date_format,
-                key=item.key, redefined=r1, redefining=r2, filler=filler or item.filler,
-                depending_on=sub_odo, occurs_index=sub_idx, line=item.line, path=path))
+            out.append(replace(
+                item_field(item), offset=item.offset + base, redefined=r1, redefining=r2,
+                filler=filler or item.filler, depending_on=sub_odo, occurs_index=sub_idx,
+                path=path))
 
     for c in root.children:
         walk(c, 0, (), (), (), False, False, False)
