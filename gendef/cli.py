@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from gendef.build import build_definitions
@@ -78,9 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         log.debug("error", exc_info=True)
         print(f"gendef: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (gendef ... | head): not an error; keep the exit-time flush quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
-        if isinstance(exc, BrokenPipeError):
-            return 0
         print(f"gendef: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
