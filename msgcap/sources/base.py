@@ -10,6 +10,9 @@ A source delivers ``Message(id, headers, body)`` objects in order and learns, th
 * ``hold(message)`` says the pipeline has consumed the message but the trail does not hold it
   durably yet. A broker source may use it to keep the flow going (ActiveMQ extends the prefetch
   window for messages acknowledged inside a STOMP transaction) without committing anything.
+* ``seal()`` says every message held so far is either released already or in the commit group
+  being made durable now (no transaction is open): a broker source may close its STOMP
+  transaction here, so later holds go into a new one.
 * ``ack(done, discarded)`` says these held messages are durable (or durably discarded): the source
   may now forget them for good. Messages never held are never acknowledged.
 * ``interrupt()`` may be called from a signal handler: waits (back-off, polling) end early.
@@ -50,6 +53,9 @@ class Source(ABC):
 
     def hold(self, message: Message) -> None:
         """The message is consumed but not yet durable (see the module doc)."""
+
+    def seal(self) -> None:
+        """No transaction is open: what is held so far can be committed as one unit."""
 
     @abstractmethod
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:

@@ -22,6 +22,7 @@ import random
 import ssl
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,8 +154,8 @@ class StompSource(Source):
         self._epoch = 0
         self._connected_epoch = -1
         self._next_endpoint = 0
-        self._tx: str | None = None
-        self._tx_held = 0
+        # STOMP transactions holding ACKs, oldest first: [name, held, released, sealed].
+        self._txs: deque[list[Any]] = deque()
         self._tx_count = 0
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
@@ -254,7 +255,7 @@ class StompSource(Source):
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
-        self._tx, self._tx_held = None, 0
+        self._txs.clear()  # the broker aborts them with the connection
         if conn is not None:
             _quiet_disconnect(conn)
         while True:  # what is queued came over the old connection and will be redelivered
@@ -300,25 +301,34 @@ class StompSource(Source):
         if epoch != self._epoch or self._conn is None:
             return
         try:
-            if self._tx is None:
+            if not self._txs or self._txs[-1][3]:
                 self._tx_count += 1
-                self._tx = f"msgcap-{self._epoch}-{self._tx_count}"
-                self._conn.begin(self._tx)
-            self._conn.ack(ack_id, transaction=self._tx)
-            self._tx_held += 1
+                name = f"msgcap-{self._epoch}-{self._tx_count}"
+                self._conn.begin(name)
+                self._txs.append([name, 0, 0, False])
+            tx = self._txs[-1]
+            self._conn.ack(ack_id, transaction=tx[0])
+            tx[1] += 1
         except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
             self._lost_while_sending(exc)
 
+    def seal(self) -> None:
+        if self._txs:
+            self._txs[-1][3] = True
+
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
-        current = sum(1 for m in (*done, *discarded) if m.ack[0] == self._epoch)
-        if not current or self._tx is None:
-            return
-        self._tx_held -= current
-        if self._tx_held > 0:
-            return  # the transaction also holds messages that are not durable yet
-        tx, self._tx, self._tx_held = self._tx, None, 0
+        # Messages are released in the order they were held, except within the open (unsealed)
+        # transaction, so counting them off oldest-first attributes each to its transaction.
+        n = sum(1 for m in (*done, *discarded) if m.ack[0] == self._epoch)
+        for tx in self._txs:
+            if n <= 0:
+                break
+            take = min(tx[1] - tx[2], n)
+            tx[2] += take
+            n -= take
         try:
-            self._conn.commit(tx)
+            while self._txs and self._txs[0][3] and self._txs[0][2] >= self._txs[0][1]:
+                self._conn.commit(self._txs.popleft()[0])
         except Exception as exc:  # noqa: BLE001
             self._lost_while_sending(exc)
 

@@ -1,0 +1,101 @@
+"""``archive.dir`` (properties.md §10.3): every consumed message, once, as a JSON Lines dump.
+
+Files are ``<archive.dir>/<EXTRACT>-<YYYYMMDD>-<nnnnnn>.jsonl`` (UTC date), a new one per day and
+after ``trail.megabytes``; every start opens a new file, so an entry cut by a crash never has
+another appended after it. Entries carry the raw source id and ``"received"``; they are made
+durable with the trail's policy before any message is acknowledged, so ``msgcap replay`` of the
+archive sees at least every acknowledged message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from msgcap.dumps import entry_line
+from parsers.model import Message
+from props.errors import SourceError
+
+
+class Archive:
+    """Appends dump entries; ``flush_durable`` writes (and, unless ``sync='none'``, fsyncs)."""
+
+    def __init__(self, directory: str, extract: str, *, megabytes: int = 100,
+                 sync: str = "batch", clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+                 ) -> None:
+        self.directory = directory
+        self.extract = extract
+        self.limit = megabytes * 1024 * 1024
+        self.sync = sync
+        self._clock = clock
+        self._fh = None
+        self._day = ""
+        self._size = 0
+        self._dirty = False
+        self.path = ""
+        self.files: list[str] = []
+
+    def append(self, message: Message, received: datetime | None = None) -> None:
+        """Add one consumed message (call before the pipeline replaces its id)."""
+        now = received or self._clock()
+        day = now.strftime("%Y%m%d")
+        line = entry_line(message, received=now.isoformat(timespec="microseconds")
+                          .replace("+00:00", "Z")).encode("utf-8")
+        if self._fh is None or day != self._day or (self._size and
+                                                    self._size + len(line) > self.limit):
+            self._next_file(day)
+        try:
+            self._fh.write(line)
+        except OSError as exc:
+            raise SourceError(f"cannot write the archive: {exc.strerror}", url=self.path) from None
+        self._size += len(line)
+        self._dirty = True
+
+    def _next_file(self, day: str) -> None:
+        self._close_file()
+        os.makedirs(self.directory, exist_ok=True)
+        pattern = re.compile(rf"{re.escape(self.extract)}-{day}-(\d{{6}})\.jsonl\Z")
+        numbers = [int(m.group(1)) for n in os.listdir(self.directory)
+                   if (m := pattern.match(n))]
+        self.path = os.path.join(self.directory,
+                                 f"{self.extract}-{day}-{max(numbers, default=-1) + 1:06d}.jsonl")
+        try:
+            self._fh = open(self.path, "xb", buffering=1 << 20)  # noqa: SIM115 - kept open
+        except OSError as exc:
+            raise SourceError(f"cannot create the archive: {exc.strerror}",
+                              url=self.path) from None
+        self._day, self._size = day, 0
+        self.files.append(self.path)
+        self._fsync_dir()
+
+    def flush_durable(self) -> None:
+        """Everything appended so far reaches the file (and the disk, unless sync is none)."""
+        if self._fh is None or not self._dirty:
+            return
+        try:
+            self._fh.flush()
+            if self.sync != "none":
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise SourceError(f"cannot write the archive: {exc.strerror}", url=self.path) from None
+        self._dirty = False
+
+    def _fsync_dir(self) -> None:
+        if self.sync == "none":
+            return
+        fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _close_file(self) -> None:
+        if self._fh is not None:
+            self.flush_durable()
+            self._fh.close()
+            self._fh = None
+
+    def close(self) -> None:
+        self._close_file()

@@ -1,0 +1,232 @@
+"""The capture loop of ``msgcap run``: source → pipeline → trail, durable first, then ack.
+
+Every message goes through the one ``Pipeline`` (ids, parser, assembler, writer, error policy).
+This loop adds what only a live source needs:
+
+* **Group commit** (``trail.sync``, properties.md §10.1): transactions are written as they
+  complete; a group ends when no message is ready, at 1000 transactions, or 200 ms after its first
+  one (``transaction``: after every transaction). At the end of a group the trail (and archive) is
+  flushed and fsynced, the checkpoint replaced, and only then are the group's messages
+  acknowledged. A message held by an open transaction is released with that transaction.
+* **Redelivery**: when the broker connection was lost, whatever is written is made durable and
+  the assembler restarts from the trail's state, exactly as after a crash; the broker redelivers
+  everything unacknowledged and the duplicate rule (§9.2) skips what the trail already holds.
+* **Errors**: under ``abend`` the transactions before the bad message are made durable and
+  acknowledged, then the error propagates; the bad message (and any open transaction) stays
+  unacknowledged. ``discard`` is the pipeline's, the loop only acknowledges after durability.
+* **Stop**: ``stop()`` (SIGTERM/SIGINT) lets an open transaction finish (up to ``stop_grace``
+  seconds without a message), then flushes and returns; ``max_idle`` ends a run that has seen no
+  message for that long (demos, tests).
+
+Messages held by a long open transaction are kept without body and headers (only the ack handle
+matters), which keeps a transaction spanning many messages small.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from msgcap.archive import Archive
+from msgcap.checkpoint import Checkpoint, CheckpointFile
+from msgcap.pipeline import Pipeline
+from msgcap.report import Reporter
+from msgcap.sources.base import Redelivery, Source
+from parsers.model import Message
+from props.errors import MsgcapError
+
+log = logging.getLogger("msgcap.capture")
+
+GROUP_TRANSACTIONS = 1000
+GROUP_SECONDS = 0.2
+POLL_SECONDS = 0.5
+
+
+class Capture:
+    """One capture run; ``run()`` returns when stopped, idle or on an error (raised)."""
+
+    def __init__(self, source: Source, pipeline: Pipeline, writer: Any, *, sync: str = "batch",
+                 checkpoint: CheckpointFile | None = None, archive: Archive | None = None,
+                 reporter: Reporter | None = None, max_idle: float | None = None,
+                 stop_grace: float = 30.0, restart: Callable[[], Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.source = source
+        self.pipeline = pipeline
+        self.writer = writer
+        self.sync = sync
+        self.checkpoint = checkpoint
+        self.archive = archive
+        self.reporter = reporter
+        self.max_idle = max_idle
+        self.stop_grace = stop_grace
+        self._restart = restart
+        self._clock = clock
+        self._stopping = False
+        self._stop_now = False
+        self.capturing = False
+        self.trail_bytes = 0
+        self.redeliveries = 0
+        self._last_pos: Any = None
+        self._done: list[Message] = []
+        self._discarded: list[Message] = []
+        self._group_txs = 0
+        self._group_first: float | None = None
+        self._seal_wanted = False
+
+    # -- control --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Finish the open transaction (if any) and stop; a second call stops at once.
+
+        Safe from a signal handler: it only sets flags and wakes the source.
+        """
+        if self._stopping:
+            self._stop_now = True
+        self._stopping = True
+        self.source.interrupt()
+
+    @property
+    def connected(self) -> bool:
+        return self.source.connected
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        pipeline, source, clock = self.pipeline, self.source, self._clock
+        last_message = clock()
+        stop_deadline: float | None = None
+        self.capturing = True
+        try:
+            while True:
+                now = clock()
+                open_tx = pipeline.assembler.open_transaction
+                if self._stopping:
+                    if stop_deadline is None:
+                        stop_deadline = now + self.stop_grace
+                        if open_tx is not None:
+                            log.info("stopping after transaction begun in %s ends", open_tx)
+                    if open_tx is None or self._stop_now or now >= stop_deadline:
+                        break
+                elif (self.max_idle is not None and open_tx is None
+                      and now - last_message >= self.max_idle):
+                    log.info("no message for %.1f s: stopping", self.max_idle)
+                    break
+                if self._group_first is not None:
+                    timeout = max(0.0, self._group_first + GROUP_SECONDS - now)
+                else:
+                    timeout = POLL_SECONDS
+                    if self.max_idle is not None:
+                        timeout = min(timeout, max(0.0, last_message + self.max_idle - now))
+                try:
+                    message = source.receive(timeout)
+                except Redelivery as event:
+                    self._redelivery(str(event))
+                    continue
+                if message is None:
+                    self._flush()
+                    if self._stopping and stop_deadline is not None:
+                        stop_deadline = min(stop_deadline, clock() + self.stop_grace)
+                    if self.reporter is not None:
+                        self.reporter.tick()
+                    continue
+                last_message = clock()
+                if self._stopping:
+                    stop_deadline = last_message + self.stop_grace
+                self._one(message)
+                if self.reporter is not None:
+                    self.reporter.tick()
+            self._flush()
+        except MsgcapError:
+            self._flush_quietly()
+            raise
+        finally:
+            self.capturing = False
+
+    def _one(self, message: Message) -> None:
+        if self.archive is not None:
+            self.archive.append(message)
+        result = self.pipeline.process(message)  # a MessageError here is error.policy=abend
+        self.source.hold(message)
+        released = False
+        for done, position in result.written:
+            self._done.extend(done.messages)
+            released = released or any(m is message for m in done.messages)
+            self._group_txs += 1
+            self._count_bytes(position)
+        if result.ack_now:
+            (self._discarded if result.discarded is not None else self._done).append(message)
+            released = True
+        if result.duplicate:
+            log.warning("message %s: duplicate (already in the trail), skipped", message.name)
+        elif result.discarded is not None:
+            log.warning("discarded: %s", result.discarded)
+        if not released:  # held by the open transaction: only the ack handle is needed
+            message.body, message.headers = b"", {}
+        if self._seal_wanted and self.pipeline.assembler.open_transaction is None:
+            self.source.seal()
+            self._seal_wanted = False
+        if not (self._done or self._discarded):
+            return
+        now = self._clock()
+        if self._group_first is None:
+            self._group_first = now
+        if ((self.sync == "transaction" and result.written)
+                or self._group_txs >= GROUP_TRANSACTIONS
+                or now - self._group_first >= GROUP_SECONDS):
+            self._flush()
+
+    def _count_bytes(self, position: Any) -> None:
+        last = self._last_pos
+        if last is not None and last.seqno == position.seqno:
+            self.trail_bytes += position.rba - last.rba
+        else:
+            self.trail_bytes += position.rba
+        self._last_pos = position
+
+    # -- durability and acknowledgement ---------------------------------------------------------
+
+    def _flush(self, *, ack: bool = True) -> None:
+        """Make the group durable, checkpoint it, then acknowledge its messages."""
+        if not (self._done or self._discarded or self._group_txs):
+            return
+        writer = self.writer
+        pos = writer.flush_durable()
+        if self.archive is not None:
+            self.archive.flush_durable()
+        if self.checkpoint is not None and self._group_txs:
+            self.checkpoint.save(Checkpoint(
+                file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
+                last_ordinal=writer.last_audit_pos, last_txid=writer.last_txid,
+                last_message_id=self.pipeline.ids.last, txnum=writer.txnum,
+                messages=self.pipeline.stats.messages))
+        done, discarded = self._done, self._discarded
+        self._done, self._discarded = [], []
+        self._group_txs, self._group_first = 0, None
+        if not ack:
+            return
+        if self.pipeline.assembler.open_transaction is None:
+            self.source.seal()
+            self._seal_wanted = False
+        else:
+            self._seal_wanted = True
+        self.source.ack(done, discarded)
+
+    def _flush_quietly(self) -> None:
+        """On the way out after an error: keep what is complete, if the trail still works."""
+        try:
+            self._flush()
+        except MsgcapError as exc:
+            log.error("could not make the last group durable: %s", exc)
+
+    def _redelivery(self, reason: str) -> None:
+        """The source reconnected: what was not acknowledged comes again."""
+        self.redeliveries += 1
+        self._flush(ack=False)  # acks of the old connection are void; the data is durable
+        if self.pipeline.assembler.open_transaction is not None or self._restart is not None:
+            if self._restart is None:
+                raise MsgcapError("connection lost inside a transaction and no way to restart "
+                                  "the assembler")
+            self.pipeline.assembler = self._restart()
+        log.info("reconnected after %s; unacknowledged messages will be redelivered", reason)

@@ -1,0 +1,105 @@
+"""``msgcap run --prop P [--max-idle SECONDS]``: capture from the broker or spool dir into the trail.
+
+Start-up order matters for exactly-once: the trail is recovered first (the checkpoint only
+checks it), the pipeline continues from what the trail holds, and only then is the source
+connected, so every redelivered message meets the duplicate rule. SIGTERM/SIGINT finish the
+open transaction and stop cleanly (a second signal stops at once); a summary is always printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+HELP = "capture messages from a broker or spool directory into the trail"
+
+log = logging.getLogger("msgcap.run")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prop", required=True, metavar="FILE",
+                        help="properties file (e.g. dirprm/jmsvam.properties)")
+    parser.add_argument("--max-idle", type=float, default=None, metavar="SECONDS",
+                        help="stop when no message arrived for SECONDS and no transaction is "
+                             "open (demos, tests); default: run until stopped")
+    parser.add_argument("--stop-grace", type=float, default=30.0, metavar="SECONDS",
+                        help="on SIGTERM/SIGINT, wait at most SECONDS without a message for an "
+                             "open transaction to end (default 30)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gendef.build import build_definitions
+    from gendef.logsetup import configure_logging
+    from msgcap.archive import Archive
+    from msgcap.assembler import Assembler, ImageRules, Restart
+    from msgcap.capture import Capture
+    from msgcap.checkpoint import CheckpointFile
+    from msgcap.pipeline import build_pipeline, write_trail_defs
+    from msgcap.report import HttpReport, Reporter
+    from msgcap.sources import source_for
+    from msgcap.trail.writer import TrailWriter
+    from parsers.base import build_parser
+    from props.settings import load_settings
+
+    settings = load_settings(args.prop)
+    configure_logging(settings, command="msgcap run", log_to_file=True)
+    if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):
+        logging.getLogger("stomp.py").setLevel(logging.ERROR)
+    source = source_for(settings)  # property errors before anything is touched
+    definitions = build_definitions(settings)
+    parser = build_parser(settings, definitions)
+    write_trail_defs(settings, definitions)
+
+    trail = settings.trail
+    checkpoints = CheckpointFile(settings.checkpoint_dir, trail.extract)
+    saved = checkpoints.load()
+    writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
+                         byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
+                         uri=trail.uri)
+    recovery = writer.open(saved.position if saved else None)
+    pipeline = build_pipeline(settings, writer, recovery, definitions=definitions, parser=parser,
+                              last_message_id=saved.last_message_id if saved else None,
+                              discard_sync=trail.sync != "none")
+    rules = ImageRules.from_settings(settings)
+    archive = (Archive(settings.archive_dir, trail.extract, megabytes=trail.megabytes,
+                       sync=trail.sync) if settings.archive_dir else None)
+    jms = settings.jms
+    reporter = Reporter(pipeline.stats, every_seconds=jms.report_time,
+                        every_records=jms.report_records, output=jms.report_output)
+    capture = Capture(source, pipeline, writer, sync=trail.sync, checkpoint=checkpoints,
+                      archive=archive, reporter=reporter, max_idle=args.max_idle,
+                      stop_grace=args.stop_grace,
+                      restart=lambda: Assembler(rules, Restart.from_recovery(writer)))
+    http = None
+    if settings.report_http:
+        http = HttpReport(settings.report_http, pipeline.stats,
+                          lambda: (capture.capturing, capture.connected, capture.trail_bytes))
+        http.start()
+        log.info("health and metrics on http://%s:%d/", *http.address[:2])
+
+    previous = {sig: signal.signal(sig, lambda *_: capture.stop())
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
+             trail.path, recovery.seqno, recovery.rba, source.url)
+    try:
+        source.open()
+        capture.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        source.close()
+        writer.close()
+        if archive is not None:
+            archive.close()
+        if pipeline.discard is not None:
+            pipeline.discard.close()
+        if http is not None:
+            http.close()
+        summary = reporter.report("summary")
+        print(summary)
+        sys.stdout.flush()
+        log.info("stopped: %d messages, %d transactions", pipeline.stats.messages,
+                 pipeline.stats.transactions)
+    return 0

@@ -1,0 +1,205 @@
+"""Statistics out of ``msgcap run`` (properties.md §11): periodic reports, health and metrics.
+
+The numbers are the pipeline's ``Stats`` (the same counters replay prints); this module only
+decides when to print them (``jms.report.time`` / ``jms.report.records``), formats a report with
+"since start" and "since last report" parts, and serves ``GET /health`` and ``GET /metrics``
+(Prometheus text format) when ``report.http`` is set. The HTTP thread only reads counters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TextIO
+
+from msgcap.pipeline import OP_LABELS, Stats
+
+log = logging.getLogger("msgcap.report")
+
+
+def lag_seconds(stats: Stats, now_us: int) -> float | None:
+    """now − the last commit timestamp written, in seconds (None before the first)."""
+    if stats.last_commit_us is None:
+        return None
+    return (now_us - stats.last_commit_us) / 1e6
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class Reporter:
+    """Writes a report every ``every_seconds`` and/or every ``every_records`` messages."""
+
+    def __init__(self, stats: Stats, *, every_seconds: float | None = None,
+                 every_records: int | None = None, output: str = "report",
+                 out: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
+                 now_us: Callable[[], int] = _now_us) -> None:
+        self.stats = stats
+        self.every_seconds = every_seconds
+        self.every_records = every_records
+        self.output = output
+        self.out = out or sys.stdout
+        self._clock, self._now_us = clock, now_us
+        self.started = self._last_time = clock()
+        self._last = stats.copy()
+        self.reports = 0
+
+    def tick(self) -> None:
+        """Report if an interval is due (cheap: called once per loop iteration)."""
+        by_records = bool(self.every_records) and (
+            self.stats.messages - self._last.messages >= self.every_records)
+        by_time = bool(self.every_seconds) and (
+            self._clock() - self._last_time >= self.every_seconds)
+        if by_records or by_time:
+            self.emit(self.report())
+
+    def report(self, title: str = "report") -> str:
+        """The text of one report; advances "since last"."""
+        now = self._clock()
+        stats = self.stats
+        interval = stats.since(self._last)
+        elapsed, span = now - self.started, now - self._last_time
+        lag = lag_seconds(stats, self._now_us())
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        lines = [f"msgcap {title} at {when}",
+                 f"since start ({elapsed:.0f} s): " + _counts(stats, elapsed),
+                 f"since last ({span:.0f} s): " + _counts(interval, span)]
+        lines += [f"  {table}  {parts}" for table, parts in _tables(stats)]
+        pos = stats.last_position
+        lines.append("trail: " + (f"{pos.file or pos.seqno} RBA {pos.rba}" if pos else "none")
+                     + ("  lag: " + (f"{lag:.3f} s" if lag is not None else "n/a")))
+        self._last, self._last_time = stats.copy(), now
+        self.reports += 1
+        return "\n".join(lines)
+
+    def emit(self, text: str) -> None:
+        if self.output in ("report", "both"):
+            self.out.write(text + "\n")
+            self.out.flush()
+        if self.output in ("log", "both"):
+            for line in text.splitlines():
+                log.info("%s", line)
+
+
+def _counts(stats: Stats, seconds: float) -> str:
+    rate = stats.messages / seconds if seconds > 0 else 0.0
+    return (f"messages {stats.messages}  duplicates {stats.duplicates}  "
+            f"discarded {stats.discarded}  transactions {stats.transactions}  "
+            f"operations {stats.total_operations}  ({rate:,.1f} messages/s)")
+
+
+def _tables(stats: Stats) -> list[tuple[str, str]]:
+    tables: dict[str, dict[str, int]] = {}
+    for (table, optype), n in sorted(stats.operations.items()):
+        tables.setdefault(table, {})[optype] = n
+    return [(t, "  ".join(f"{OP_LABELS.get(o, o)} {c[o]}" for o in ("I", "U", "D", "T") if o in c))
+            for t, c in tables.items()]
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
+                 now_us: int | None = None) -> str:
+    """The Prometheus text exposition of §11's metrics."""
+    now_us = _now_us() if now_us is None else now_us
+    out: list[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, Any]]) -> None:
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} {kind}")
+        out.extend(f"{name}{labels} {value}" for labels, value in samples)
+
+    metric("msgcap_messages_total", "counter", "Messages consumed.", [("", stats.messages)])
+    metric("msgcap_duplicates_total", "counter", "Messages skipped as already in the trail.",
+           [("", stats.duplicates)])
+    metric("msgcap_discarded_total", "counter", "Messages written to the discard file.",
+           [("", stats.discarded)])
+    metric("msgcap_transactions_total", "counter", "Transactions written to the trail.",
+           [("", stats.transactions)])
+    metric("msgcap_operations_total", "counter", "Operations written, by table and type.",
+           [(f'{{table="{_label(t)}",op="{OP_LABELS.get(o, o)}"}}', n)
+            for (t, o), n in sorted(stats.operations.items())])
+    metric("msgcap_trail_bytes_total", "counter", "Bytes appended to the trail since start.",
+           [("", trail_bytes)])
+    pos = stats.last_position
+    metric("msgcap_trail_seqno", "gauge", "Sequence number of the current trail file.",
+           [("", pos.seqno if pos else 0)])
+    metric("msgcap_trail_rba", "gauge", "Byte offset after the last transaction written.",
+           [("", pos.rba if pos else 0)])
+    last = stats.last_commit_us
+    metric("msgcap_last_commit_timestamp_seconds", "gauge",
+           "Commit timestamp of the last transaction written.",
+           [("", f"{last / 1e6:.6f}" if last is not None else "NaN")])
+    lag = lag_seconds(stats, now_us)
+    metric("msgcap_lag_seconds", "gauge", "Now minus the last commit timestamp.",
+           [("", f"{lag:.6f}" if lag is not None else "NaN")])
+    metric("msgcap_source_connected", "gauge", "1 while the message source is connected.",
+           [("", 1 if connected else 0)])
+    return "\n".join(out) + "\n"
+
+
+class HttpReport:
+    """``report.http``: ``GET /health`` and ``GET /metrics`` on a daemon thread.
+
+    ``state()`` returns ``(capturing, connected, trail_bytes)``; the server never blocks capture.
+    """
+
+    def __init__(self, address: tuple[str, int], stats: Stats,
+                 state: Callable[[], tuple[bool, bool, int]]) -> None:
+        report = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                report._serve(self)
+
+            def log_message(self, fmt: str, *args: Any) -> None:
+                log.debug("http: " + fmt, *args)
+
+        self.stats, self.state = stats, state
+        try:
+            self.server = ThreadingHTTPServer(address, Handler)
+        except OSError as exc:
+            from props.errors import PropertyError
+            raise PropertyError(f"cannot listen on {address[0]}:{address[1]}: {exc.strerror}",
+                                prop="report.http") from None
+        self.server.daemon_threads = True
+        self.address = self.server.server_address
+        self._thread = threading.Thread(target=self.server.serve_forever, name="report-http",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _serve(self, req: BaseHTTPRequestHandler) -> None:
+        capturing, connected, trail_bytes = self.state()
+        path = req.path.split("?", 1)[0]
+        if path == "/health":
+            ok = capturing and connected
+            body = json.dumps({"status": "ok" if ok else "unavailable", "capturing": capturing,
+                               "connected": connected, "messages": self.stats.messages,
+                               "transactions": self.stats.transactions}).encode()
+            code, ctype = (200 if ok else 503), "application/json"
+        elif path == "/metrics":
+            body = metrics_text(self.stats, connected=connected,
+                                trail_bytes=trail_bytes).encode()
+            code, ctype = 200, "text/plain; version=0.0.4; charset=utf-8"
+        else:
+            body, code, ctype = b"not found\n", 404, "text/plain"
+        req.send_response(code)
+        req.send_header("Content-Type", ctype)
+        req.send_header("Content-Length", str(len(body)))
+        req.end_headers()
+        req.wfile.write(body)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
