@@ -173,6 +173,7 @@ class Assembler:
         self._last: tuple[str, int] | None = (
             (restart.last_seqid, restart.last_ordinal) if restart.last_seqid else None)
         self._open: _OpenTx | None = None
+        self._tables: dict[int, tuple[Table, tuple[int, ...], bool]] = {}
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -196,7 +197,10 @@ class Assembler:
     # -- one message ----------------------------------------------------------------------------
 
     def add(self, message: Message, ops: Sequence[Op]) -> Outcome:
-        """Assemble one message's Ops; on a MessageError nothing of the message is kept."""
+        """Assemble one message's Ops; on a MessageError nothing of the message is kept.
+
+        The Ops' value lists are taken over by the records (not copied).
+        """
         saved = (self._seq, self._txid, self._last, self._open)
         mark = self._open.mark() if self._open is not None else None
         try:
@@ -232,8 +236,8 @@ class Assembler:
                         f"{first.txid!r} (without txind a message is one transaction)",
                         position=_where(op, "txid"))
             tx = self._begin(first, name)
-            for op in ops:
-                written += self._append(tx, op)
+            for n, op in enumerate(ops):
+                written += self._append(tx, op, n == 0)
             holder = tx if not tx.skipping else None
             self._complete(tx, out)
         else:
@@ -243,6 +247,7 @@ class Assembler:
                     raise MessageError("operations with and without txind in one message",
                                        position=_where(op, "txind"))
                 tx = self._open
+                begun = False
                 if ind == TX_BEGIN or ind == TX_WHOLE:
                     if tx is not None:
                         raise MessageError(
@@ -250,6 +255,7 @@ class Assembler:
                             f"{tx.first_message}) is open: transactions must not interleave",
                             position=_where(op, "txind"))
                     tx = self._open = self._begin(op, name)
+                    begun = True
                 elif ind == TX_MIDDLE or ind == TX_END:
                     if tx is None:
                         raise MessageError(
@@ -262,7 +268,7 @@ class Assembler:
                             position=_where(op, "txid"))
                 else:
                     raise MessageError(f"unknown txind {ind!r}", position=_where(op, "txind"))
-                n = self._append(tx, op)
+                n = self._append(tx, op, begun)
                 written += n
                 if n:
                     holder = tx
@@ -307,9 +313,12 @@ class Assembler:
                 f"{len(s)}: seqids must be fixed-width", position=_where(op, "seqid"))
         return seqid < s or (seqid == s and op.ordinal <= k)
 
-    def _append(self, tx: _OpenTx, op: Op) -> int:
-        """Add one op's records to ``tx``; 0 when it is skipped as already written, else 1."""
-        if self._is_written(op) != tx.skipping:
+    def _append(self, tx: _OpenTx, op: Op, first: bool) -> int:
+        """Add one op's records to ``tx``; 0 when it is skipped as already written, else 1.
+
+        ``first``: the op that began ``tx``, whose duplicate test ``_begin`` already made.
+        """
+        if not first and self._is_written(op) != tx.skipping:
             raise MessageError(
                 f"seqid {op.seqid} ordinal {op.ordinal}: transaction {tx.txid or '?'} is only "
                 "partly in the trail already (seqids do not increase)",
@@ -327,23 +336,33 @@ class Assembler:
 
     # -- image rules ----------------------------------------------------------------------------
 
+    def _keys(self, table: Table) -> tuple[tuple[int, ...], bool]:
+        """(key indexes, has declared keys) of a table, computed once per table object."""
+        info = self._tables.get(id(table))
+        if info is None or info[0] is not table:
+            info = self._tables[id(table)] = (table, table.key_indexes, table.has_declared_keys)
+        return info[1], info[2]
+
     def records(self, op: Op, seqid: str) -> list[TrailRecord]:
         """The trail records of one operation (trail-format.md §6)."""
         table, optype = op.table, op.optype
+        keys, declared = self._keys(table)
         if optype == INSERT:
             after = _image(op, op.after, "after")
-            _check_keys(op, after)
+            if declared:
+                _check_keys(op, after, keys)
             return [TrailRecord(table, IOTYPE_INSERT, "A", op.timestamp, seqid, op.ordinal,
-                                list(after))]
+                                after)]
         if optype == UPDATE:
-            return self._update(op, seqid)
+            return self._update(op, seqid, keys, declared)
         if optype == DELETE:
             before = _image(op, op.before if op.before is not None else op.after, "before")
-            _check_keys(op, before)
+            if declared:
+                _check_keys(op, before, keys)
             if self.rules.compress_deletes:
-                values = _only(before, table.key_indexes)
+                values = _only(before, keys)
             else:
-                values = list(before)
+                values = before
             return [TrailRecord(table, IOTYPE_DELETE, "B", op.timestamp, seqid, op.ordinal,
                                 values)]
         if optype == TRUNCATE:
@@ -351,13 +370,14 @@ class Assembler:
                                 [MISSING] * len(table.columns))]
         raise MessageError(f"unknown operation type {optype!r}", position=_where(op))
 
-    def _update(self, op: Op, seqid: str) -> list[TrailRecord]:
+    def _update(self, op: Op, seqid: str, keys: tuple[int, ...],
+                declared: bool) -> list[TrailRecord]:
         table, rules = op.table, self.rules
         after = _image(op, op.after, "after")
         before = op.before
-        _check_keys(op, after)
-        keys = table.key_indexes
-        pk_change = before is not None and table.has_declared_keys and any(
+        if declared:
+            _check_keys(op, after, keys)
+        pk_change = before is not None and declared and any(
             before[i] is not MISSING and before[i] != after[i] for i in keys)
         if rules.compress_updates:
             iotype = IOTYPE_FIELDCOMP
@@ -370,7 +390,7 @@ class Assembler:
                     values[i] = v
         else:
             iotype = IOTYPE_UPDATE
-            values = list(after)
+            values = after
         key_before = None
         if pk_change:
             if not rules.pk_updates:
@@ -410,11 +430,9 @@ def _image(op: Op, values: list[Any] | None, which: str) -> list[Any]:
     return values
 
 
-def _check_keys(op: Op, values: list[Any]) -> None:
+def _check_keys(op: Op, values: list[Any], keys: tuple[int, ...]) -> None:
     table: Table = op.table
-    if not table.has_declared_keys:
-        return
-    for i in table.key_indexes:
+    for i in keys:
         if values[i] is MISSING:
             raise MessageError(f"key column {table.columns[i].name} is missing",
                                position=_where(op, f"column {table.columns[i].name}"))

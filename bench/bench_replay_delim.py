@@ -1,0 +1,152 @@
+"""Replay throughput on delimited records, beside ``csv.reader`` on the same text (one core).
+
+    python bench/bench_replay_delim.py [--records 1000000] [--per-message 1]
+
+Writes N 8-column insert records as a text-lines dump (``--per-message 1``: one record per message,
+as ``msgcap replay --lines`` reads it) or a JSON Lines dump (several records per message), then
+times, in this process:
+
+* ``csv.reader`` tokenizing the same record text (the baseline: splitting only);
+* the parser alone (``parse`` on every message);
+* the whole replay: dump reading → ids → parser → assembler → trail writer (``trail.sync=none``
+  plus one fsync at the end), as ``msgcap replay`` runs it.
+
+Prints ops/s and MB/s of message text for each. Target: ≥ 100k ops/s end to end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+PROPS = """\
+trail.path=dirdat/bn
+trail.sync=none
+parser.type=delim
+delim.sourcedefs=dirdef/bench.def
+delim.header=optype,schemaandtable
+delim.nullindicator=NULL
+"""
+
+
+def definitions_text() -> str:
+    from gendef.defgen import format_defs
+    from gendef.model import (
+        Definitions,
+        Table,
+        char_column,
+        datetime_column,
+        number_column,
+        varchar_column,
+    )
+
+    table = Table.build("BENCH.ORDERS", [
+        number_column("ORDER_ID", 12, key=True), varchar_column("CUSTOMER", 30),
+        varchar_column("CITY", 20), number_column("AMOUNT", 11, 2), number_column("QTY", 8),
+        char_column("STATUS", 1), varchar_column("CODE", 10), datetime_column("CREATED", 19)])
+    return format_defs(Definitions((table,)), created="2024-03-01 00:00:00")
+
+
+def record(n: int) -> str:
+    city = ("Boston", "Chicago", '"New York, NY"', "NULL")[n % 4]
+    return (f"I,BENCH.ORDERS,{n + 1},Customer {n % 9973},{city},{n % 100000}.{n % 100:02d},"
+            f"{n % 50},{'NSX'[n % 3]},C{n % 1000:04d},2024-03-01 10:{n // 60 % 60:02d}:"
+            f"{n % 60:02d}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--per-message", type=int, default=1)
+    args = ap.parse_args()
+    n, per = args.records, max(1, args.per_message)
+
+    from gendef.build import build_definitions
+    from msgcap.dumps import read_messages
+    from msgcap.pipeline import build_pipeline
+    from msgcap.trail.writer import TrailWriter
+    from parsers.base import build_parser
+    from props.settings import load_settings
+
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as work:
+        os.chdir(work)
+        os.makedirs("dirprm")
+        os.makedirs("dirdef")
+        Path("dirprm/bench.properties").write_text(PROPS)
+        Path("dirdef/bench.def").write_text(definitions_text())
+        lines = [record(i) for i in range(n)]
+        text = "\n".join(lines) + "\n"
+        size_mb = len(text.encode()) / 1e6
+        if per == 1:
+            dump, as_lines = "messages.txt", True
+            Path(dump).write_text(text)
+        else:
+            dump, as_lines = "messages.jsonl", False
+            with open(dump, "w") as fh:
+                for start in range(0, n, per):
+                    body = "\n".join(lines[start:start + per])
+                    fh.write(json.dumps({"id": f"m{start // per:09d}", "body": body}) + "\n")
+        del lines
+        print(f"{n} records, 8 columns, {per} per message, {size_mb:.1f} MB of text")
+
+        t0 = time.perf_counter()
+        count = 0
+        for row in csv.reader(text.splitlines()):
+            count += len(row) > 0
+        csv_s = time.perf_counter() - t0
+        assert count == n
+
+        settings = load_settings("dirprm/bench.properties")
+        definitions = build_definitions(settings)
+        parser = build_parser(settings, definitions)
+        messages = list(read_messages([dump], lines=as_lines))
+        t0 = time.perf_counter()
+        ops = 0
+        for message in messages:
+            ops += len(parser.parse(message))
+        parse_s = time.perf_counter() - t0
+        assert ops == n
+        del messages
+
+        t0 = time.perf_counter()
+        trail = settings.trail
+        writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
+                             byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract)
+        pipeline = build_pipeline(settings, writer, writer.open(), definitions=definitions,
+                                  parser=parser)
+        for message in read_messages([dump], lines=as_lines):
+            pipeline.process(message)
+        pipeline.finish()
+        writer.flush_durable()
+        os.fsync(os.open(writer.position.file, os.O_RDONLY))
+        writer.close()
+        replay_s = time.perf_counter() - t0
+        stats = pipeline.stats
+        assert stats.total_operations == n, stats.summary()
+        trail_mb = sum(os.path.getsize(os.path.join("dirdat", f))
+                       for f in os.listdir("dirdat")) / 1e6
+        os.chdir("/")
+
+    def line(label: str, seconds: float) -> None:
+        print(f"  {label:<34} {seconds:7.2f} s  {n / seconds:>11,.0f} ops/s  "
+              f"{size_mb / seconds:6.1f} MB/s")
+
+    line("csv.reader (tokenize only)", csv_s)
+    line("delim parser (parse only)", parse_s)
+    line("replay end to end", replay_s)
+    print(f"  trail written: {trail_mb:.1f} MB, {stats.transactions} transactions; "
+          f"replay = {replay_s / csv_s:.1f}× csv.reader time; target 100,000 ops/s end to end: "
+          f"{'met' if n / replay_s >= 100_000 else 'not met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
