@@ -154,6 +154,8 @@ def parse_expr(value: str, allowed: frozenset[str], *, prop: str, file: str | No
         if len(text) >= 2 and text.endswith('"'):
             if CONST in allowed:
                 return Const(text[1:-1])
+            if XPATH in allowed:
+                return XPath(text)  # an XPath string literal
             raise expected()
         if XPATH not in allowed:
             raise bad(f"unterminated constant {text!r}: a constant is written \"value\"")
@@ -163,11 +165,11 @@ def parse_expr(value: str, allowed: frozenset[str], *, prop: str, file: str | No
                 return JmsId()
             raise expected()
         match = _JMSPROP_RE.match(text)
-        if match and JMSPROP in allowed:
-            return JmsProp(match.group(1))
+        if match:
+            if JMSPROP in allowed:
+                return JmsProp(match.group(1))
+            raise expected()
         if XPATH not in allowed:
-            if match:
-                raise expected()
             raise bad(f"{text!r} is not a valid JMS property name")
     system = _SYSTEM.get(text.lower())
     if system is not None:

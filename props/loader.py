@@ -390,10 +390,12 @@ class _Loader:
             guess = difflib.get_close_matches(attr, sorted(RULE_ATTRS[rule.type]), n=1)
             hint = f"; did you mean {head}.{guess[0]}?" if guess else ""
             raise self.error(key, f"unknown attribute of {rule.type} rule {head}{hint}")
+        attr = key[len(head) + 1:]
+        if head not in RESERVED and any(attr in attrs for attrs in RULE_ATTRS.values()):
+            raise self.error(key, f"unknown property (XML rule {head} is not reachable from "
+                             "xml.rules)")
         guess = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
         hint = f"; did you mean {guess[0]}?" if guess else ""
-        if head not in RESERVED and "." in key and not hint:
-            hint = f" (XML rule {head} is not reachable from xml.rules)"
         raise self.error(key, f"unknown property{hint}")
 
     def _candidates(self) -> list[str]:

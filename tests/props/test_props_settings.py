@@ -1,4 +1,4 @@
-"""Typed settings: defaults, validation and error texts for every section (properties.md §3–§14)."""
+"""Typed settings: defaults, validation and error texts of every section (properties §3–§14)."""
 
 from __future__ import annotations
 
