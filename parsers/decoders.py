@@ -9,7 +9,9 @@ fixed-width parser adds the message id, the Cobrix conformance harness maps them
 Binary fields are big-endian: ``struct.Struct`` for 2/4/8 bytes, ``int.from_bytes`` otherwise;
 packed decimals go through a 256-entry nibble table; zoned (DISPLAY) numbers accept a separate
 ``+``/``-``, ``.``/``,`` as the point, blanks around, and overpunched signs (ASCII ``{``, ``A``–``I``,
-``}``, ``J``–``R``, ``p``–``y``; EBCDIC zones C/F and D). ``cp1047`` is registered as a codec here.
+``}``, ``J``–``R``, ``p``–``y``; EBCDIC zones C/F and D). A field with a date format stays text
+for the date formatter. ``cp1047`` is registered as a codec here. ``encoder_for`` is each
+decoder's inverse (test messages, property tests).
 """
 
 from __future__ import annotations
@@ -110,21 +112,19 @@ _NEG_OVERPUNCH = {"}": 0, **{chr(ord("J") + i): i + 1 for i in range(9)},
 
 def zoned_text_table(info: codecs.CodecInfo) -> dict[int, str]:
     """bytes → canonical characters for zoned numbers: EBCDIC zones C/D map to the ASCII
-    overpunch letters, every other byte to the code page's character."""
-    text = info.decode(bytes(range(256)), "replace")[0] if not is_ebcdic(info) else None
+    overpunch letters, every other byte to the code page's character (U+FFFD if none)."""
     table: dict[int, str] = {}
-    if text is not None:
-        return {b: text[b] for b in range(256)}
     for b in range(256):
         try:
             table[b] = info.decode(bytes([b]))[0]
         except UnicodeDecodeError:
             table[b] = "\ufffd"
-    for d in range(10):
-        table[0xF0 + d] = str(d)
-        table[0xC0 + d] = "{" if d == 0 else chr(ord("A") + d - 1)
-        table[0xD0 + d] = "}" if d == 0 else chr(ord("J") + d - 1)
-    table[0x00] = " "
+    if is_ebcdic(info):
+        for d in range(10):
+            table[0xF0 + d] = str(d)
+            table[0xC0 + d] = "{" if d == 0 else chr(ord("A") + d - 1)
+            table[0xD0 + d] = "}" if d == 0 else chr(ord("J") + d - 1)
+        table[0x00] = " "
     return table
 
 
@@ -246,7 +246,8 @@ def decoder_for(field: FieldLayout, encoding: str = "ascii", *,
     def fail(reason: str) -> MessageError:
         return MessageError(reason, position=where)
 
-    if field.kind == "alnum":
+    if field.kind == "alnum" or (field.date_format and field.usage == DISPLAY):
+        # Dates stay text (``* YYMMDD`` on PIC 9(6) keeps its leading zeros) for the formatter.
         decode = info.decode
 
         def alnum(data: bytes | str) -> str:
@@ -368,3 +369,109 @@ def _float_decoder(field: FieldLayout, options: DecodeOptions,
         with localcontext(_WIDE):
             return Decimal(shortest_float32(value) if single else repr(value))
     return floating
+
+
+# -- encoders: the inverse of each decoder (test messages, ``msgcap send``, property tests) ------
+
+Encoder = Callable[[Value], bytes]
+
+
+def encoder_for(field: FieldLayout, encoding: str = "ascii", *,
+                options: DecodeOptions = DEFAULT_OPTIONS) -> Encoder:
+    """The bytes of a value for one field, so that ``decoder_for`` reads the value back."""
+    info = lookup_codec(encoding)
+    where = f"field {field.name}"
+    length = field.length
+
+    def fail(reason: str) -> MessageError:
+        return MessageError(reason, position=where)
+
+    space = info.encode(" ")[0]
+    if field.kind == "alnum" or (field.date_format and field.usage == DISPLAY):
+        def alnum(value: Value) -> bytes:
+            data = info.encode("" if value is None else str(value))[0]
+            if len(data) > length:
+                raise fail(f"{len(data)} bytes do not fit {length}")
+            return data + space * (length - len(data))
+        return alnum
+    exp = field.effective_scale
+
+    def unscaled(value: Value) -> int:
+        if field.scale_factor > 0:
+            q, r = divmod(int(value), 10 ** field.scale_factor)
+            if r or Decimal(value) != int(value):
+                raise fail(f"{value} is not a multiple of 10^{field.scale_factor}")
+            return q
+        v = Decimal(value).scaleb(exp, _WIDE)
+        if v != v.to_integral_value():
+            raise fail(f"{value} has more than {exp} decimals")
+        return int(v)
+
+    if field.usage == DISPLAY:
+        ebcdic = is_ebcdic(info)
+        digits_n = field.digits
+
+        def display(value: Value) -> bytes:
+            if value is None:
+                return space * length
+            n = unscaled(value)
+            if n < 0 and not field.signed:
+                raise fail(f"negative value {value} in an unsigned field")
+            text = str(abs(n)).zfill(digits_n)
+            if len(text) > digits_n:
+                raise fail(f"{value} does not fit {digits_n} digits")
+            if field.explicit_point:
+                cut = digits_n - field.scale
+                text = f"{text[:cut]}.{text[cut:]}"
+            data = bytearray(info.encode(text)[0])
+            if field.sign_separate:
+                sign = info.encode("-" if n < 0 else "+")[0]
+                data = bytearray(sign + data if field.sign_leading else data + sign)
+            elif field.signed:
+                i = 0 if field.sign_leading else len(data) - 1
+                d = data[i] & 0x0F if ebcdic else data[i] - 0x30
+                if ebcdic:
+                    data[i] = (0xD0 if n < 0 else 0xC0) + d
+                else:
+                    data[i] = ord(("}JKLMNOPQR" if n < 0 else "{ABCDEFGHI")[d])
+            return bytes(data)
+        return display
+    if field.usage in (COMP, COMP5):
+        def binary(value: Value) -> bytes:
+            try:
+                return unscaled(value).to_bytes(length, "big", signed=field.signed)
+            except OverflowError:
+                raise fail(f"{value} does not fit {length} bytes") from None
+        return binary
+    if field.usage == COMP3:
+        def packed(value: Value) -> bytes:
+            n = unscaled(value)
+            sign = "d" if n < 0 else ("c" if field.signed else "f")
+            text = str(abs(n)).zfill(2 * length - 1)
+            if len(text) > 2 * length - 1:
+                raise fail(f"{value} does not fit {length} packed bytes")
+            return bytes.fromhex(text + sign)
+        return packed
+    single = field.usage == COMP1
+    ieee = options.floating_point_format.upper() in ("IEEE754", "IEEE")
+
+    def floating(value: Value) -> bytes:
+        f = float(value)  # type: ignore[arg-type]
+        if ieee:
+            return struct.pack(">f" if single else ">d", f)
+        return ibm_float_bytes(f, 4 if single else 8)
+    return floating
+
+
+def ibm_float_bytes(value: float, size: int) -> bytes:
+    """float → IBM hexadecimal floating point of 4 or 8 bytes (truncating the fraction)."""
+    bits = size * 8 - 8
+    if value == 0:
+        return bytes(size)
+    sign = 0x80 if value < 0 else 0
+    frac, exp2 = math.frexp(abs(value))  # value = frac × 2^exp2, 0.5 <= frac < 1
+    exp16 = -(-exp2 // 4)
+    mantissa = int(math.ldexp(frac, bits + exp2 - 4 * exp16))
+    if not 0 <= exp16 + 64 <= 127:
+        raise ValueError(f"{value} is out of range for IBM floating point")
+    return ((sign | (exp16 + 64)) << bits | mantissa).to_bytes(size, "big")
