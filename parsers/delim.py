@@ -291,7 +291,8 @@ class DelimParser(ParserBase):
                   before, after, ordinal, message.id)
 
     def _field_number(self, plan: _TablePlan, column: int, role: int) -> int:
-        """1-based field number of a column's name (role 0) or value (role 1, 2)."""
+        """1-based field number of a column's name or value; ``role`` is its offset in the
+        column's group (isgrouped=false) or its block (isgrouped=true)."""
         if self._grouped:
             return self._n + role * len(plan.table.columns) + column + 1
         return self._n + column * self._k + role + 1
@@ -313,15 +314,15 @@ class DelimParser(ParserBase):
                 raise MessageError(f"{len(values)} fields, more than the {n + m * k} of table "
                                    f"{plan.table.name}")
             if partial:
-                raise MessageError(f"field {len(values) - partial + 1}: partial column group "
-                                   f"({partial} of {k} values)")
+                raise MessageError(f"partial column group ({partial} of {k} values)",
+                                   position=f"field {len(values) - partial + 1}")
             blocks = [values[n + j::k] for j in range(k)] if k > 1 else [values[n:]]
         if groups < plan.min_groups:
             missing = next(i for i in plan.keys if i >= groups)
             raise MessageError(f"key column {plan.table.columns[missing].name} is missing")
         if self._hasnames:
             self._check_names(plan, blocks[0], groups)
-        role = 1 + self._hasnames
+        role = int(self._hasnames)
         first = blocks[self._hasnames]
         if not self._hasbefores:
             image = self._convert(plan, first, groups, role)
@@ -342,9 +343,9 @@ class DelimParser(ParserBase):
             if before[i] != after[i]:
                 col = plan.table.columns[i].name
                 raise MessageError(
-                    f"field {self._field_number(plan, i, after_role)}: key column {col} "
-                    f"changes from {before_texts[i]!r} to {after_texts[i]!r}; the delimited "
-                    f"parser does not support primary-key updates")
+                    f"key column {col} changes from {before_texts[i]!r} to "
+                    f"{after_texts[i]!r}; the delimited parser does not support primary-key "
+                    f"updates", position=f"field {self._field_number(plan, i, after_role)}")
         return before, after
 
     def _check_names(self, plan: _TablePlan, names: Record, groups: int) -> None:
@@ -352,8 +353,9 @@ class DelimParser(ParserBase):
         for i in range(groups):
             name = names[i]
             if name is None or name.upper() != expected[i]:
-                raise MessageError(f"field {self._field_number(plan, i, 0)}: column name "
-                                   f"{name!r}, expected {plan.table.columns[i].name}")
+                raise MessageError(f"column name {name!r}, expected "
+                                   f"{plan.table.columns[i].name}",
+                                   position=f"field {self._field_number(plan, i, 0)}")
 
     def _convert(self, plan: _TablePlan, texts: Record, groups: int, role: int,
                  same_texts: Record | None = None, same: list[Any] | None = None) -> list[Any]:
