@@ -447,7 +447,7 @@ class XmlParser(ParserBase):
         if not isinstance(expr, XPath):
             raise _prop_error(f"{describe(expr)} is not accepted here; expected an XPath "
                               'expression or "value"', rule, attr)
-        return self._compiler.text(rule, attr, expr, required=True)
+        return self._compiler.text(rule, attr, expr, required=False)
 
     # -- per message ------------------------------------------------------------------------------
 
@@ -552,22 +552,32 @@ class XmlParser(ParserBase):
         return op
 
     def _column_index(self, col: _ColRule, node: Any, st: _State, table: Table) -> int:
+        """The column an instance sets: by name, by index, or both (which must agree).
+
+        An expression that selects nothing leaves the other one to decide; both empty is an
+        error.
+        """
         rule = col.rule
         name = col.name_const if col.name is None else col.name(node, st)
+        given = col.index_const
+        if col.index is not None:
+            text = col.index(node, st)
+            if text is not None:
+                try:
+                    given = int(text.strip())
+                except ValueError:
+                    raise _error(f"column index {text!r} is not an integer", rule, "index",
+                                 rule.index) from None
+        if name is None and given is None:
+            raise _error("no column: name and index select nothing", rule,
+                         "name" if rule.column_name is not None else "index",
+                         rule.column_name or rule.index)
         index = None
         if name is not None:
             index = table.column_index(name)
             if index is None:
                 raise _error(f"table {table.name} has no column {name!r}", rule, "name",
                              rule.column_name)
-        given = col.index_const
-        if col.index is not None:
-            text = col.index(node, st)
-            try:
-                given = int(text.strip())
-            except ValueError:
-                raise _error(f"column index {text!r} is not an integer", rule, "index",
-                             rule.index) from None
         if given is not None:
             if not 0 <= given < len(table.columns):
                 raise _error(f"column index {given} out of range: {table.name} has "
