@@ -65,13 +65,7 @@ def load_source_definitions(settings: Settings) -> Definitions:
     if isinstance(parser, FixedSettings) and parser.schematype == "copybook":
         return _copybook_definitions(settings, parser)
     users = user_definitions(parser.userdefs, prefix, layout=True)
-    if parser.sourcedefs:
-        defs = read_defs(parser.sourcedefs)
-    elif users.tables:
-        defs = Definitions()
-    else:
-        raise _error(settings, f"{prefix}.sourcedefs",
-                     "required unless every table is user-defined (<p>.userdefs.tables)")
+    defs = read_defs(parser.sourcedefs) if parser.sourcedefs else Definitions()
     for ut in parser.userdefs:
         if defs.get(ut.name) is not None:
             raise PropertyError(f"user-defined table {ut.name} is also defined in "

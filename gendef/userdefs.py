@@ -64,15 +64,5 @@ def user_definitions(tables: Iterable[UserTable], prefix: str, *,
 
     ``layout=True`` gives them the fixed-width message layout instead of the slot rule.
     """
-    built = []
-    seen: dict[str, UserTable] = {}
-    for ut in tables:
-        first = seen.get(ut.name.upper())
-        if first is not None:
-            raise PropertyError(f"table {ut.name} is defined twice (also {first.name})",
-                                prop=f"{prefix}.userdefs.tables", file=ut.file,
-                                line=ut.line or None)
-        seen[ut.name.upper()] = ut
-        table = user_table(ut, prefix)
-        built.append(message_layout(table) if layout else table)
-    return Definitions(tuple(built))
+    built = (user_table(ut, prefix) for ut in tables)
+    return Definitions(tuple(message_layout(t) if layout else t for t in built))

@@ -14,7 +14,7 @@ import pytest
 from gendef.build import build_definitions, load_source_definitions, used_header_fields
 from gendef.defgen import format_defs, read_defs
 from gendef.model import CHAR, DATETIME, NUMBER, VARCHAR, DefsHeader
-from gendef.userdefs import message_layout, user_column, user_definitions, user_table
+from gendef.userdefs import message_layout, user_column, user_table
 from props.errors import PropertyError
 from props.expr import Const, Field, JmsId, SysTs
 from props.settings import (
@@ -92,11 +92,9 @@ def test_userdefs_follow_sourcedefs_in_order() -> None:
     assert [c.native_type for c in b.columns] == [2, 2, 2, 96, 12, 187]
 
 
-def test_userdefs_only_and_missing_sourcedefs() -> None:
+def test_userdefs_only() -> None:
     s = Settings(parser_type="xml", xml=XmlSettings(userdefs=(HEADER_33,)))
     assert [t.name for t in build_definitions(s)] == ["qasource.HEADER"]
-    with pytest.raises(PropertyError, match="xml.sourcedefs: required"):
-        build_definitions(Settings(parser_type="xml", xml=XmlSettings()))
 
 
 def test_userdef_named_like_a_sourcedefs_table_is_an_error() -> None:
@@ -111,9 +109,6 @@ def test_bad_userdef_column_names_its_property() -> None:
     bad = UserTable("A.B", (UserColumn("D", "datetime", 15),), "p.properties", 3)
     with pytest.raises(PropertyError, match=r"^p.properties:3: fixed.userdefs.A.B: .*D.*15"):
         user_table(bad, "fixed")
-    twice = (HEADER_33, UserTable("QASOURCE.header", (UserColumn("X", "char", 1),), "p", 8))
-    with pytest.raises(PropertyError, match="defined twice"):
-        user_definitions(twice, "fixed")
 
 
 def test_user_column_kinds() -> None:
