@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"discarded messages: {settings.error.file}")
     if trail.defs:
         print(f"definitions: {trail.defs}")
-    log.info("replay of %d messages took %.2f s", stats.messages, elapsed)
+    log.debug("replay of %d messages took %.2f s", stats.messages, elapsed)
     return 0
 
 
