@@ -184,6 +184,20 @@ def _parse_user_tokens(v: bytes) -> dict[str, bytes]:
     return {parts[i].decode(errors="replace"): parts[i + 1] for i in range(0, len(parts) - 1, 2)}
 
 
+def _trailer_before(lay: Layout, buf: bytes, p: int, avail: int) -> int | None:
+    """The real length of a record whose head claims more bytes than remain, when its inner
+    tokens lead to a complete trailer (a corrupt length, not a partial tail); else None."""
+    head, end, q = lay.head.unpack_from, p + avail, p + 4
+    while q + 4 <= end:
+        tid, _, n = head(buf, q)
+        if tid == REC_Z:
+            return n if n == q + 4 - p else None
+        if tid not in (TOK_H, TOK_D, TOK_T, TOK_U):
+            return None
+        q += 4 + n
+    return None
+
+
 def parse_record(buf: bytes, p: int, total: int, lay: Layout, file: str, rba: int,
                  names: dict[bytes, str]) -> Record:
     """The record at buf[p:p+total] (head and trailer already checked); corruption raises."""
@@ -312,6 +326,10 @@ class TrailFile:
                 rid, _, total = head(buf, p) if avail >= 4 else (buf[p], 0, 0)
                 if rid != REC_G or (avail >= 4 and total < MIN_RECORD):
                     raise TrailError(f"invalid record head x{rid:02x}", file=file, rba=base + p)
+                real = _trailer_before(lay, buf, p, avail)
+                if real is not None:
+                    raise TrailError(f"record length {total} but its trailer says {real}",
+                                     file=file, rba=base + p)
                 self.tail = Tail(file, base + p, avail)
                 return
             rid, _, total = head(buf, p)
