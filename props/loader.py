@@ -803,16 +803,26 @@ class _Loader:
             if values[a] == values[b]:
                 culprit = f"delim.{a}" if self.line(f"delim.{a}") else f"delim.{b}"
                 raise self.error(culprit, f"delim.{a} and delim.{b} are both {values[a]!r}")
+        nullindicator = self.delim("delim.nullindicator", None)
+        plain = {"fielddelim": fielddelim, "linedelim": linedelim, "quote": quote,
+                 "nullindicator": nullindicator}
+        escaped: dict[str, str | None] = {}
+        for name, value in plain.items():
+            key = f"delim.{name}.escaped"
+            escaped[name] = self.delim(key, None)
+            if escaped[name] is not None and escaped[name] == value:
+                raise self.error(key, f"is the same as delim.{name}; an escape sequence must "
+                                 "differ from what it stands for")
         return DelimSettings(
             **items,  # type: ignore[arg-type]
             sourcedefs=self._sourcedefs("delim", items["userdefs"]),  # type: ignore[arg-type]
             header=header,
             fielddelim=fielddelim, linedelim=linedelim, quote=quote,
-            nullindicator=self.delim("delim.nullindicator", None),
-            fielddelim_escaped=self.delim("delim.fielddelim.escaped", None),
-            linedelim_escaped=self.delim("delim.linedelim.escaped", None),
-            quote_escaped=self.delim("delim.quote.escaped", None),
-            nullindicator_escaped=self.delim("delim.nullindicator.escaped", None),
+            nullindicator=nullindicator,
+            fielddelim_escaped=escaped["fielddelim"],
+            linedelim_escaped=escaped["linedelim"],
+            quote_escaped=escaped["quote"],
+            nullindicator_escaped=escaped["nullindicator"],
             hasbefores=self.boolean("delim.hasbefores", False),
             hasnames=self.boolean("delim.hasnames", False),
             afterfirst=self.boolean("delim.afterfirst", False),

@@ -568,6 +568,8 @@ def test_trailing_space_in_delimiter_needs_x20(caplog):
     ("delim.quote=,", "delim.quote", "delim.quote and delim.fielddelim are both ','"),
     ("delim.fielddelim=\\xZ1", "delim.fielddelim", "\\x needs two hex digits"),
     ("delim.hasnames=1", "delim.hasnames", "'1' is not a boolean"),
+    ("delim.fielddelim.escaped=,", "delim.fielddelim.escaped", "is the same as delim.fielddelim"),
+    ("delim.quote.escaped=\\x22", "delim.quote.escaped", "is the same as delim.quote"),
 ])
 def test_delimiter_errors(extra, key, fragment):
     message = fail(DELIM + extra + "\n")
