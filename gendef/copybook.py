@@ -111,7 +111,7 @@ class FieldLayout:
     depending_on: tuple[Odo, ...] = ()
     occurs_index: tuple[int, ...] = ()  # 1-based index in each enclosing OCCURS
     line: int = 0
-    path: tuple[str, ...] = ()  # names of the enclosing groups below the 01 record
+    path: tuple[str, ...] = ()  # names of the enclosing groups, the 01 record first
 
     @property
     def precision(self) -> int:
@@ -346,11 +346,11 @@ class _Parser:
         self.pos = 0
         self.pending_key = False
         self.pending_date: str | None = None
+        self.last: Token | None = None  # the token read last, where an unexpected end is reported
 
     def error(self, reason: str, tok: Token | None = None, fld: str | None = None) -> CopybookError:
-        if tok is None and self.pos < len(self.tokens):
-            t = self.tokens[self.pos]
-            tok = t if isinstance(t, Token) else None
+        if tok is None:
+            tok = self.last
         return CopybookError(reason, file=self.file, line=tok.line if tok else None,
                              column=tok.column if tok else None, field=fld)
 
@@ -362,6 +362,7 @@ class _Parser:
             if isinstance(t, _Comment):
                 self._directive(t)
                 continue
+            self.last = t
             return t
         return None
 
@@ -463,7 +464,8 @@ class _Parser:
         while True:
             tok = self._next()
             if tok is None:
-                raise self.error("unexpected end of copybook: missing '.'", None, node.name)
+                raise self.error("unexpected end of copybook: missing '.' after this token",
+                                 None, node.name)
             word = tok.text.upper()
             if word == ".":
                 break
@@ -849,7 +851,7 @@ def _flatten(root: Item, names: dict[str, _Node], file: str | None) -> tuple[Fie
                 path=path))
 
     for c in root.children:
-        walk(c, 0, (), (), (), False, False, False)
+        walk(c, 0, (root.name,), (), (), False, False, False)
     if not root.children:
         walk(root, 0, (), (), (), False, False, False)
     for f in out:
@@ -862,7 +864,10 @@ def _flatten(root: Item, names: dict[str, _Node], file: str | None) -> tuple[Fie
 
 
 def _name_columns(fields: list[FieldLayout]) -> tuple[FieldLayout, ...]:
-    return tuple(replace(f, column=c) for f, c in zip(fields, unique_columns(fields)))
+    """Unique column names for the items that can be columns; FILLERs stay ``FILLER``."""
+    named = [f for f in fields if not f.filler]
+    columns = dict(zip(map(id, named), unique_columns(named)))
+    return tuple(replace(f, column=columns.get(id(f), "FILLER")) for f in fields)
 
 
 def unique_columns(fields: list[FieldLayout] | tuple[FieldLayout, ...]) -> list[str]:
