@@ -456,7 +456,7 @@ class TrailReader:
                 yield tf
             finally:
                 tf.close()
-            if not queue and self.follow and tf.tail is None:
+            if not queue and self.follow:
                 parts = split_trail_name(path)
                 if parts:
                     nxt = trail_file_name(parts[0], parts[1] + 1, parts[2])
