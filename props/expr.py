@@ -37,7 +37,7 @@ JMS_HEADERS: dict[str, str] = {
     "jmsdeliverymode": "persistent",
 }
 
-_FIELD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
+_FIELD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.#$@]*\Z")
 _JMSPROP_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_.\-:]*)\Z")
 _SYSTEM = {"*ts": TS, "*seqid": SEQID, "*txid": TXID}
 

@@ -746,6 +746,9 @@ class _Loader:
         if schema is not None:
             if len(schema) >= 2 and schema[0] == schema[-1] == '"':
                 schema = schema[1:-1]
+            elif schema[0] in "$*\"":
+                raise self.error("fixed.schema", f"{schema!r} is not an accepted form; "
+                                 "expected \"value\" (a constant schema name)")
             if not schema:
                 raise self.error("fixed.schema", "empty schema name")
             schema_expr = Const(schema)

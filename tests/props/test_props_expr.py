@@ -40,6 +40,7 @@ def p(value: str, allowed: frozenset[str] = ALL_FIXED):
 @pytest.mark.parametrize("value, expected", [
     ("Hdr-Timestamp", Field("Hdr-Timestamp")),
     ("optype", Field("optype")),
+    ("1ST-FIELD", Field("1ST-FIELD")), ("tbl.name", Field("tbl.name")),
     ("$JMSTxId", JmsProp("JMSTxId")),
     ("$TX_IND", JmsProp("TX_IND")),
     ("$jmsid", JmsId()), ("$JMSID", JmsId()), ("$JmsId", JmsId()),

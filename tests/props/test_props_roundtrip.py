@@ -17,7 +17,7 @@ def escape(text: str, *, key: bool) -> str:
     for i, ch in enumerate(text):
         if ch in _CONTROL:
             out.append(_CONTROL[ch])
-        elif ch in "=:" and key:
+        elif ch in "=:" and (key or i == 0):
             out.append("\\" + ch)
         elif ch == " " and (key or i == 0 or i == len(text) - 1):
             out.append("\\ ")

@@ -633,6 +633,8 @@ def test_fixed_quoted_schema_and_defaults():
     ("fixed.table=a,,b", "fixed.table", "empty value"),
     ("fixed.table=*txid", "fixed.table", "expected a header field name or $property"),
     ("fixed.schema=\"\"", "fixed.schema", "empty schema name"),
+    ("fixed.schema=$SCHEMA", "fixed.schema", "expected \"value\" (a constant schema name)"),
+    ("fixed.schema=\"OGG", "fixed.schema", "expected \"value\""),
     ("fixed.optype=*ts", "fixed.optype", "expected a header field name or $property"),
     ("fixed.txid=*seqid", "fixed.txid", "expected a header field name, $property or *txid"),
     ("fixed.dateformat.ORDERS=YYMMDD", "fixed.dateformat.ORDERS",
