@@ -1009,10 +1009,11 @@ def copybook_definitions(copybook: Copybook, *, schema: str, header: str | None 
 LAYOUT_HEADER = "-------- FIELD LEVEL/NAME --------- --ATTRIBS--    FLD  START     END  LENGTH\n\n"
 
 
-def layout_listing(copybook: Copybook, *, names=None) -> str:
+def layout_listing(copybook: Copybook, *, names=None, legacy_root: bool = False) -> str:
     """The record layout table in Cobrix's ``_layout.txt`` form (1-based START/END/LENGTH).
 
-    ``names`` optionally maps an ``Item`` to the name shown (filler naming policies).
+    ``names`` optionally maps an ``Item`` to the name shown (filler naming policies);
+    ``legacy_root`` prints the 01 record as older Cobrix did (no level, not numbered).
     """
     show = names or (lambda it: it.clean_name)
     counter = 0
@@ -1035,7 +1036,12 @@ def layout_listing(copybook: Copybook, *, names=None) -> str:
                 group(c, indent + "  ")
 
     for rec in copybook.records:
-        counter = 1
-        parts.append(row(rec.item, ""))
+        if legacy_root:
+            counter = 0
+            it = rec.item
+            parts.append(f"{show(it):<55}{1:>7}{it.actual_size:>7}{it.actual_size:>7}")
+        else:
+            counter = 1
+            parts.append(row(rec.item, ""))
         group(rec.item, "  ")
     return LAYOUT_HEADER + "\n".join(parts)

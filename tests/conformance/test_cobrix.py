@@ -58,3 +58,9 @@ def test_layout_listing_default_names() -> None:
     cb = compile_copybook_file(case_dir / "test6_copybook.cob")
     assert layout_listing(cb) == (case_dir / "test6_layout.txt").read_text()
     assert cb.length == 1493
+
+
+def test_layout_listing_legacy_root_form() -> None:
+    case_dir = h.CORPUS / "ebcdic-test19-display-numbers"
+    cb = compile_copybook_file(case_dir / "test19_display_num.cob")
+    assert layout_listing(cb, legacy_root=True) == (case_dir / "test19_layout.txt").read_text()
