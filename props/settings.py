@@ -9,7 +9,7 @@ configured": the parser applies the default source of §3.2, since only it knows
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from props.expr import Expr, XPath
 
@@ -191,6 +191,17 @@ class Rule:
     after_value: Expr | None = None
     after_isnull: Expr | None = None
     after_ismissing: Expr | None = None
+
+    def __repr__(self) -> str:
+        """Only the configured items: a rule tree's full repr would be mostly defaults."""
+        shown = []
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name in ("name", "type") or (
+                    item.name not in ("file", "line", "lines") and value != item.default
+                    and not (item.name == "subrules" and not value)):
+                shown.append(f"{item.name}={value!r}")
+        return f"Rule({', '.join(shown)})"
 
     def where(self, attr: str | None = None) -> str:
         """``file:line`` of ``<rule>.<attr>`` (of ``<rule>.type`` without attr)."""

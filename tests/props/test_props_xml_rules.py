@@ -252,3 +252,10 @@ def test_rule_keys_ignored_when_parser_is_not_xml(caplog):
         s = settings_from_text(text, FILE, {})
     assert s.xml is None
     assert "XML rule properties are ignored because parser.type=delim" in caplog.text
+
+
+def test_rule_repr_shows_configured_items_only():
+    text = repr(load(SPAN).xml.rules[0].subrules[0])
+    assert text.startswith("Rule(name='c', type='col', match=XPath(text='./col'), ")
+    assert "column_name=XPath(text='@name')" in text and "index=Const(text='3')" in text
+    assert "timestamp=" not in text and "lines=" not in text and "subrules" not in text
