@@ -277,16 +277,22 @@ def _as_bytes(data: bytes | str) -> bytes:
 def _display_decoder(field: FieldLayout, info: codecs.CodecInfo, options: DecodeOptions,
                      fail: Callable[[str], MessageError]) -> Decoder:
     table = zoned_text_table(info)
-    byte_map = {b: c for b, c in table.items() if chr(b) != c}
+    # One bytes.translate to ASCII per value: what matters to a number is ASCII (anything
+    # else becomes '?', which is invalid in a number anyway).
+    to_ascii = bytes(ord(c) if ord(c) < 128 else 0x3F for c in (table[b] for b in range(256)))
     unsigned = not field.signed
     allow = field.signed or not options.strict_sign_overpunching
     relaxed = not options.strict_sign_overpunching
     scale, factor = field.scale, field.scale_factor
-    integral = field.effective_scale == 0 and not field.explicit_point
+    explicit = field.explicit_point
+    integral = field.effective_scale == 0 and not explicit
+    scaled = _scaler(scale, factor, integral)
     blank_is_null = options.blank_is_null
 
     def display(data: bytes | str) -> Value:
-        text = data if isinstance(data, str) else data.decode("latin-1").translate(byte_map)
+        text = data if isinstance(data, str) else data.translate(to_ascii).decode("ascii")
+        if text.isdigit() and text.isascii() and not explicit:
+            return scaled(int(text))  # the common case: unsigned digits only
         if not text.strip(" \x00"):
             if blank_is_null:
                 return None
