@@ -395,9 +395,22 @@ class _Parser:
                 break
             if tok.text == ".":
                 continue
+            # Directives in the comments before an entry apply to it (KEY) or to the next
+            # elementary item (date formats); comments inside an entry wait for the next one.
+            key, date = self.pending_key, self.pending_date
+            self.pending_key, self.pending_date = False, None
             node = self._entry(tok)
-            if node is None:
-                continue
+            if node is None or node.filler and not key:
+                self.pending_key = self.pending_key or key
+                self.pending_date = self.pending_date or date
+                if node is None:
+                    continue
+            elif node.picture is not None or node.usage in (COMP1, COMP2):
+                node.key = node.key or key
+                node.date_format = date
+            else:
+                node.key = node.key or key
+                self.pending_date = self.pending_date or date
             if node.level == 1 or node.level == 77:
                 stack = [node]
                 if node.level == 1:
@@ -419,11 +432,10 @@ class _Parser:
                 raise CopybookError(f"elementary item {parent.name} cannot have subordinate items",
                                     file=self.file, line=node.line, column=node.column,
                                     field=node.name)
-            if parent.children and parent.children[0].level != node.level and not any(
-                    c.level == node.level for c in parent.children):
+            if parent.children and parent.children[-1].level != node.level:
                 raise CopybookError(
                     f"level {node.level:02d} does not match its siblings' level "
-                    f"{parent.children[0].level:02d}", file=self.file, line=node.line,
+                    f"{parent.children[-1].level:02d}", file=self.file, line=node.line,
                     column=node.column, field=node.name)
             node.parent = parent
             if parent.key:
@@ -456,8 +468,6 @@ class _Parser:
             name = name_tok.text
         node = _Node(level, name, tok.line, tok.column)
         self._clauses(node)
-        if level == 77:
-            return node
         return node
 
     def _clauses(self, node: _Node) -> None:
@@ -521,10 +531,6 @@ class _Parser:
                 pass
             else:
                 raise self.error(f"unexpected token {tok.text!r}", tok, node.name)
-        if self.pending_key:
-            node.key, self.pending_key = True, False
-        if self.pending_date and (node.picture is not None or node.usage in (COMP1, COMP2)):
-            node.date_format, self.pending_date = self.pending_date, None
 
     def _sign(self, node: _Node, tok: Token) -> None:
         node.sign_leading = tok.text.upper() == "LEADING"

@@ -409,3 +409,27 @@ def test_syntax_errors_name_location(src: str, line: int, token: str | None,
 def test_empty_copybook_is_an_error() -> None:
     with pytest.raises(CopybookError, match="no 01 record"):
         compile_copybook("      * only a comment\n")
+
+
+def test_directives_inside_an_entry_wait_for_the_next_one() -> None:
+    src = """\
+       01  R.
+           05  A      PIC X(2)
+      * KEY
+                      VALUE SPACES.
+           05  B      PIC X.
+      * YYMMDD
+           05  G.
+               10  FILLER  PIC X.
+               10  D       PIC 9(6).
+"""
+    f = fields(src)
+    assert (f["A"].key, f["B"].key) == (False, True)
+    assert (f["D"].date_format, f["FILLER"].date_format) == ("YYMMDD", None)
+
+
+def test_sibling_level_mismatch_is_an_error() -> None:
+    src = ("       01  R.\n           05  G.\n               10  A PIC X.\n"
+           "           03  B PIC X.\n")
+    with pytest.raises(CopybookError, match="level 03 does not match its siblings' level 05"):
+        compile_copybook(src)
