@@ -734,12 +734,7 @@ class _Builder:
     def check(self, n: _Node, inherited_usage: str | None, names: dict[str, _Node]) -> None:
         """Validate one subtree; usage of a group applies to its items."""
         usage = n.usage or inherited_usage
-        if n.children:
-            if n.picture is not None:
-                raise self.err("a group item cannot have a PIC", n, n.pic_token)
-            if n.usage in (COMP1, COMP2):
-                raise self.err(f"a group item cannot be {n.usage}", n)
-        else:
+        if not n.children:  # a PIC or COMP-1/2 with subordinate items failed in the parser
             n.usage = usage or DISPLAY
             if n.picture is None and n.usage not in (COMP1, COMP2):
                 raise self.err("elementary item without PIC", n)
