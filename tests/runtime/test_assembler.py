@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gendef.model import Table, number_column, varchar_column
 from msgcap.assembler import Assembler, ImageRules, Restart
@@ -271,3 +273,26 @@ def test_seqid_width_change_is_an_error():
     asm = Assembler(restart=Restart("0005", 0))
     with pytest.raises(MessageError, match="fixed-width"):
         asm.add(msg(), [op(seqid="00006")])
+
+
+# -- property: FieldComp = keys + changed columns + columns without a before value ---------------
+
+_value = st.sampled_from([None, "x", "y", MISSING])
+
+
+@given(st.lists(st.tuples(_value, _value), min_size=2, max_size=2),
+       st.integers(1, 9), st.booleans())
+def test_fieldcomp_columns(pairs, key, has_before):
+    before = [key] + [b for b, _ in pairs]
+    after = [key] + [a for _, a in pairs]
+    o = op("U", after=after, before=before if has_before else None)
+    (r,) = Assembler().add(msg(), [o]).completed[0].tx.records
+    assert r.iotype == IOTYPE_FIELDCOMP and r.values[0] == key
+    for i in range(1, 3):
+        written = r.values[i]
+        if after[i] is MISSING:
+            assert written is MISSING
+        elif has_before and before[i] is not MISSING and before[i] == after[i]:
+            assert written is MISSING  # unchanged: left out
+        else:
+            assert written == after[i]  # changed, or nothing to compare with
