@@ -86,11 +86,16 @@ def read_text_lines(path: str) -> Iterator[Message]:
     name = os.path.basename(path)
     with _open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            if raw.endswith(b"\n"):
-                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            raw = raw.rstrip(b"\n")  # one at most: the file iterator splits at each \n
+            if raw[-1:] == b"\r":
+                raw = raw[:-1]
             if not raw:
                 continue
-            yield Message(f"{name}:{number}", {}, _body(raw), None, f"{path}:{number}")
+            try:
+                body: str | bytes = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                body = raw
+            yield Message(f"{name}:{number}", {}, body, None, f"{path}:{number}")
 
 
 def read_whole_file(path: str) -> Message:
