@@ -45,7 +45,7 @@ _FIGURATIVE = frozenset({
 _IGNORED_WORDS = frozenset({"GLOBAL", "EXTERNAL"})
 _LEVEL_RE = re.compile(r"^\d{1,2}$")
 _NUMBER_RE = re.compile(r"^[+-]?\d*[.,]?\d+$")
-_DATE_WORD_RE = re.compile(r"^[YMDHISF0-9\-/.:_]+$")
+_DATE_WORD_RE = re.compile(r"^[YMDHISFT0-9\-/.:_]+$")
 
 MAX_BINARY_DIGITS = 38
 IMPLICIT_RECORD = "RECORD"  # name of the record that holds a copybook without a 01 level
