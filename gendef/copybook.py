@@ -251,11 +251,17 @@ def _is_free_format(lines: list[str]) -> bool:
 
 
 def tokenize(text: str, file: str | None = None) -> list[Token | _Comment]:
-    """Tokens with original positions; comment lines kept (they carry KEY / date directives)."""
+    """Tokens with original positions; comment lines kept (they carry KEY / date directives).
+
+    In fixed format a literal may continue on a line with ``-`` in column 7 (the continuation
+    starts after its first quote); VALUE literals are ignored, so only their extent matters.
+    """
     lines = text.splitlines()
     free = _is_free_format(lines)
     out: list[Token | _Comment] = []
+    open_literal: Token | None = None  # a literal left open at the end of the last code line
     for lineno, raw in enumerate(lines, 1):
+        resume: str | None = None
         if free:
             stripped = raw.lstrip()
             if stripped.startswith(">>"):
@@ -269,20 +275,46 @@ def tokenize(text: str, file: str | None = None) -> list[Token | _Comment]:
             if len(raw) >= 7 and raw[6] in "*/":
                 out.append(_Comment(raw[7:72].strip(), lineno))
                 continue
-            # Column 7 is the indicator; like Cobrix, code that starts there is still read.
-            code, start = raw[6:72], 6
-            if code.lstrip().startswith("*"):
-                out.append(_Comment(code.lstrip().lstrip("*>").strip(), lineno))
-                continue
-            cut = code.find("*>")
-            if cut >= 0:
-                code = code[:cut]
-        _split_words(code, start, lineno, out, file)
+            if len(raw) >= 7 and raw[6] == "-" and open_literal is not None:
+                code, start = raw[7:72], 7
+                quote = code.find(open_literal.text[0])
+                if quote < 0:
+                    raise CopybookError("continuation line without a quote", file=file,
+                                        line=lineno, column=8)
+                code = " " * (quote + 1) + code[quote + 1:]
+                resume, open_literal = open_literal.text[0], None
+            else:
+                # Column 7 is the indicator; like Cobrix, code that starts there is still read.
+                code, start = raw[6:72], 6
+                if code.lstrip().startswith("*"):
+                    out.append(_Comment(code.lstrip().lstrip("*>").strip(), lineno))
+                    continue
+                cut = code.find("*>")
+                if cut >= 0:
+                    code = code[:cut]
+        if open_literal is not None and code.strip():
+            raise CopybookError("unterminated literal", file=file, line=open_literal.line,
+                                column=open_literal.column)
+        open_literal = _split_words(code, start, lineno, out, resume)
+    if open_literal is not None:
+        raise CopybookError("unterminated literal", file=file, line=open_literal.line,
+                            column=open_literal.column)
     return out
 
 
-def _split_words(code: str, start: int, lineno: int, out: list, file: str | None) -> None:
+def _split_words(code: str, start: int, lineno: int, out: list, resume: str | None
+                 ) -> Token | None:
+    """Append the words of one code line; return the literal left open at its end, if any.
+
+    ``resume`` is the quote of a literal continued from the line before: the line starts
+    inside it.
+    """
     i, n = 0, len(code)
+    if resume is not None:
+        close = code.find(resume)
+        if close < 0:
+            return Token(resume, lineno, start + 1)
+        i = close + 1
     while i < n:
         ch = code[i]
         if ch in " \t\f,;":
@@ -292,8 +324,9 @@ def _split_words(code: str, start: int, lineno: int, out: list, file: str | None
         if ch in "'\"":
             j = code.find(ch, i + 1)
             if j < 0:
-                raise CopybookError("unterminated literal", file=file, line=lineno,
-                                    column=start + i + 1)
+                tok = Token(code[i:].rstrip(), lineno, start + i + 1)
+                out.append(tok)
+                return tok
             j += 1
         else:
             while j < n and code[j] not in " \t\f" and not (code[j] in ",;" and (
@@ -306,6 +339,7 @@ def _split_words(code: str, start: int, lineno: int, out: list, file: str | None
         else:
             out.append(Token(word, lineno, start + i + 1))
         i = j
+    return None
 
 
 # -- pass 2: tokens → entries → tree -----------------------------------------------------------

@@ -433,3 +433,15 @@ def test_sibling_level_mismatch_is_an_error() -> None:
            "           03  B PIC X.\n")
     with pytest.raises(CopybookError, match="level 03 does not match its siblings' level 05"):
         compile_copybook(src)
+
+
+def test_literal_continuation_lines() -> None:
+    src = (
+        "       01  R.\n"
+        "           05  A  PIC X(40) VALUE 'A LONG LITERAL THAT GOES ON AND ON AND\n"
+        "      -    'ON UNTIL HERE'.\n"
+        "           05  B  PIC X.\n")
+    assert [(f.column, f.offset) for f in compile_copybook(src).records[0].fields] == [
+        ("A", 0), ("B", 40)]
+    with pytest.raises(CopybookError, match="t.cpy:2:35: unterminated literal"):
+        compile_copybook(src.replace("      -    'ON", "           'ON"), file="t.cpy")
