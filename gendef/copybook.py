@@ -760,6 +760,7 @@ class _Builder:
 
     def __init__(self, file: str | None) -> None:
         self.file = file
+        self._sizes: dict[int, int] = {}
 
     def err(self, reason: str, n: _Node, tok: Token | None = None) -> CopybookError:
         return CopybookError(reason, file=self.file, line=tok.line if tok else n.line,
@@ -804,13 +805,15 @@ class _Builder:
 
     def size(self, n: _Node) -> int:
         """Bytes of one occurrence; a REDEFINES block counts as its largest member."""
+        known = self._sizes.get(id(n))
+        if known is not None:
+            return known
         if not n.children:
             n_size = _elementary_size(n)
         else:
-            n_size = 0
-            for block in _blocks(n.children):
-                n_size += max(self.size(c) * (c.occurs or 1) for c in block) if len(block) > 1 \
-                    else self.size(block[0]) * (block[0].occurs or 1)
+            n_size = sum(max(self.size(c) * (c.occurs or 1) for c in block)
+                         for block in _blocks(n.children))
+        self._sizes[id(n)] = n_size
         return n_size
 
     def freeze(self, n: _Node, offset: int, actual: int | None = None) -> Item:
@@ -1034,6 +1037,12 @@ def copybook_definitions(copybook: Copybook, *, schema: str, header: str | None 
             continue
         fields = head_fields + column_fields(rec)
         names = unique_columns(fields)
+        seen: dict[str, FieldLayout] = {}
+        for f, n in zip(fields, names):
+            if n in seen:
+                raise CopybookError(f"column {n} is defined twice (line {seen[n].line})",
+                                    file=copybook.file, line=f.line, field=f.name)
+            seen[n] = f
         columns = [field_column(f, n) for f, n in zip(fields, names)]
         tables.append(Table.build(f"{schema}.{normalize_name(rec.name)}", columns))
     return Definitions(tuple(tables))
