@@ -449,5 +449,6 @@ def test_literal_continuation_lines() -> None:
 
 def test_duplicate_columns_are_a_copybook_error() -> None:
     src = "       01  R.\n           05  A  PIC X.\n           05  A  PIC X.\n"
-    with pytest.raises(CopybookError, match=r"t.cpy:3: field A: column R_A is defined twice \\(line 2\\)"):
+    with pytest.raises(CopybookError,
+                       match=r"t.cpy:3: field A: column R_A is defined twice \(line 2\)"):
         copybook_definitions(compile_copybook(src, file="t.cpy"), schema="S")
