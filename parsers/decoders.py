@@ -79,20 +79,17 @@ def _search(name: str) -> codecs.CodecInfo | None:
     return codecs.CodecInfo(c.encode, c.decode, name="cp1047")
 
 
-_registered = False
+# Codec search functions are process-wide: registering on import makes ``"cp1047"`` usable by
+# ``bytes.decode`` anywhere once the decoders are loaded (Spark workers included).
+codecs.register(_search)
 
 
 def lookup_codec(encoding: str) -> codecs.CodecInfo:
     """The codec of ``fixed.encoding`` (cp1047 included); an unknown name is a PropertyError."""
-    global _registered
-    if not _registered:
-        codecs.register(_search)
-        _registered = True
     try:
-        info = codecs.lookup(encoding)
+        return codecs.lookup(encoding)
     except LookupError:
         raise PropertyError(f"unknown encoding {encoding!r}", prop="fixed.encoding") from None
-    return info
 
 
 def is_ebcdic(info: codecs.CodecInfo) -> bool:
