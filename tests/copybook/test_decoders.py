@@ -211,3 +211,43 @@ def test_encoder_rejects_values_that_do_not_fit() -> None:
         encoder_for(field("PIC X(2)"))("ABC")
     assert encoder_for(field("PIC X(4)"), "cp037")("AB") == b"\xc1\xc2\x40\x40"
     assert encoder_for(field("PIC 9(3)"))(None) == b"   "
+
+
+
+RETAIL_SRC = """\
+       01  HEADER.
+      * DATEFORMAT YYYY-MM-DD-HH.MI.SS.FFFFFF
+           05  HDR-TIMESTAMP          PIC X(26).
+           05  HDR-FUNCTION           PIC X.
+           05  HDR-REC-ID             PIC X(8).
+           05  HDR-SOURCE             PIC X(4).
+       01  CUSTOMER.
+      * KEY
+           05  CUST-ID                PIC 9(8).
+           05  CUST-NAME              PIC X(30).
+           05  BALANCE                PIC 9(7)V99.
+      * YYMMDD
+           05  OPENED                 PIC 9(6).
+"""
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp037", "cp1047"])
+def test_retail_example_message_decodes(encoding: str) -> None:
+    """properties.md §15.1, first message, as text and as bytes in each code page."""
+    msg = ("2024-03-01-10.15.30.123456ACUSTOMERPOS100001001ACME TRADING"
+           "                  000125000240301")
+    cb = compile_copybook(RETAIL_SRC)
+    head, cust = cb.record("HEADER"), cb.record("CUSTOMER")
+    raw = msg.encode(encoding)
+    got = {}
+    for rec, base in ((head, 0), (cust, head.length)):
+        for f in rec.fields:
+            a, b = base + f.offset, base + f.offset + f.length
+            got[f.column] = (decoder_for(f, encoding)(msg[a:b]),
+                             decoder_for(f, encoding)(raw[a:b]))
+    assert {k: v[0] for k, v in got.items()} == {k: v[1] for k, v in got.items()}
+    assert {k: v[0] for k, v in got.items()} == {
+        "HDR_TIMESTAMP": "2024-03-01-10.15.30.123456", "HDR_FUNCTION": "A",
+        "HDR_REC_ID": "CUSTOMER", "HDR_SOURCE": "POS1", "CUST_ID": 1001,
+        "CUST_NAME": "ACME TRADING".ljust(30), "BALANCE": Decimal("1250.00"),
+        "OPENED": "240301"}
