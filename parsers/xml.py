@@ -43,7 +43,7 @@ from props.errors import MessageError, PropertyError
 from props.expr import Const, Expr, SysSeqid, SysTs, SysTxid, XPath
 from props.settings import Rule, Settings, XmlSettings
 
-# Per-message evaluation state: (message, document, parse time in µs).
+# Getters take the node a rule instance matched and the message's _State.
 _TextGetter = Callable[[Any, "_State"], "str | None"]
 _BoolGetter = Callable[[Any, "_State"], bool]
 
@@ -107,6 +107,9 @@ class _Compiler:
                     raise _error(what, rule, attr, expr)
                 return text
             return xpath_required
+        if isinstance(expr, Const):
+            text = expr.text
+            return lambda node, st: text
         try:
             getter = compile_value(expr, None, prop=rule.prop(attr), required=required)
         except PropertyError as exc:
@@ -117,17 +120,11 @@ class _Compiler:
                 return getter(st.message, ())
             except MessageError as exc:
                 raise _error(exc.reason, rule, attr, expr) from None
-        if isinstance(expr, Const):
-            text = expr.text
-            return lambda node, st: text
         return header
 
     def boolean(self, rule: Rule, attr: str, expr: Expr | None) -> _BoolGetter | None:
         if expr is None:
             return None
-        if isinstance(expr, Const):
-            truth = expr.text.strip().lower() not in ("", "false", "0")
-            return lambda node, st: truth
         if not isinstance(expr, XPath):
             raise _prop_error(f"{describe(expr)} is not accepted here; expected an XPath "
                               "expression", rule, attr)
@@ -170,7 +167,10 @@ class _Compiler:
 
 @dataclass(slots=True)
 class _TxItems:
-    """Transaction properties a rule sets (None: inherit); ``txid_set`` if txid is explicit."""
+    """Getters of the transaction properties a rule sets (None: inherited or defaulted).
+
+    ``*seqid``/``*txid`` have no getter (the assembler assigns them) but count as set.
+    """
 
     timestamp: Callable[[Any, _State], int] | None
     seqid: _TextGetter | None
@@ -208,8 +208,6 @@ def _items(c: _Compiler, rule: Rule) -> _TxItems:
         txname=text("txname", rule.txname, False),
         txowner=text("txowner", rule.txowner, False),
     )
-
-
 
 
 def _inherit(items: _TxItems, node: Any, st: _State, parent: _Inherited | None) -> _Inherited:

@@ -548,6 +548,15 @@ k.value=po:id/text()
     ops = p.parse(msg('<orders xmlns="urn:example:po"><order><id>1</id></order>'
                       '<order><id>2</id></order></orders>'))
     assert [op.after[0] for op in ops] == ["1", "2"]
+    assert [op.txind for op in ops] == [None, None]  # a top-level op rule: one transaction
+
+
+def test_limits_come_from_the_properties():
+    p = build(DYNAMIC + "xml.maxbytes=100\nxml.maxdepth=3\n")
+    with pytest.raises(MessageError, match="exceeds xml.maxbytes=100"):
+        p.parse(msg(dyn(("MY.TABLE", "I", [column("keycol", after="k" * 80)]))))
+    with pytest.raises(MessageError, match="deeper than xml.maxdepth=3"):
+        p.parse(msg("<transaction><a><b><c/></b></a></transaction>"))
 
 
 # -- build-time errors --------------------------------------------------------------------------------
