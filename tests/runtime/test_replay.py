@@ -214,3 +214,15 @@ def test_progress_lines(work, capsys):
 def test_missing_input_is_one_line_error(work, capsys):
     assert main(["replay", "--prop", PROP, "nope.jsonl"]) == 2
     assert capsys.readouterr().err.strip() == "msgcap replay: error: nope.jsonl: no such file"
+
+
+def test_one_message_per_file_in_name_order(work, capsys):
+    Path("spool").mkdir()
+    Path("spool/b.msg").write_text(
+        CUSTOMER.format(op="I", table="CUSTOMER", txind="E", seq=2, key=1002) + "\n")
+    Path("spool/a.msg").write_text(
+        CUSTOMER.format(op="I", table="CUSTOMER", txind="B", seq=1, key=1001) + "\n")
+    assert main(["replay", "--prop", PROP, "spool/*.msg"]) == 0
+    assert "messages 2  duplicates 0  discarded 0  transactions 1  operations 2" in (
+        capsys.readouterr().out)
+    assert [(image(r)["CUST_ID"], r["transind"]) for r in dump()] == [("1001", 0), ("1002", 2)]
