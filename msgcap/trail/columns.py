@@ -98,39 +98,50 @@ def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
 
 
 def column_decoder(col: Column, layout: Layout) -> Decoder:
-    """A function span → trail-typed value (None for NULL); inverse of ``column_encoder``."""
+    """A function (buffer, start, end) → trail-typed value (None for NULL) of the span
+    buffer[start:end]; the inverse of ``column_encoder``."""
     t = col.type_code
     if t == VARCHAR:
         u16 = layout.u16.unpack_from
 
-        def dec_var(s: bytes) -> Any:
-            if s[:2] == NULL_IND:
+        def dec_var(b: bytes, p: int, q: int) -> Any:
+            if b[p] == 0xFF and b[p + 1] == 0xFF:
                 return None
-            (n,) = u16(s, 2)
-            if 4 + n > len(s):
-                raise ValueError(f"VARCHAR length {n} exceeds its span of {len(s)} bytes")
-            return s[4:4 + n].decode(errors="replace")
+            if q - p < 4:
+                raise ValueError(f"VARCHAR span of {q - p} bytes")
+            (n,) = u16(b, p + 2)
+            if p + 4 + n > q:
+                raise ValueError(f"VARCHAR length {n} exceeds its span of {q - p} bytes")
+            return b[p + 4:p + 4 + n].decode("utf-8", "replace")
         return dec_var
     if t in BE_INTS:
-        size, st = _INT_SIZES[t], BE_INTS[t]
+        size, unpack = 2 + _INT_SIZES[t], BE_INTS[t].unpack_from
 
-        def dec_int(s: bytes) -> Any:
-            if s[:2] == NULL_IND:
+        def dec_int(b: bytes, p: int, q: int) -> Any:
+            if b[p] == 0xFF and b[p + 1] == 0xFF:
                 return None
-            if len(s) != 2 + size:
-                raise ValueError(f"type {t} span of {len(s)} bytes (expected {2 + size})")
-            return st.unpack_from(s, 2)[0]
+            if q - p != size:
+                raise ValueError(f"type {t} span of {q - p} bytes (expected {size})")
+            return unpack(b, p + 2)[0]
         return dec_int
     if t in (CHAR, DATETIME):
-        def dec_text(s: bytes) -> Any:
-            if s[:2] == NULL_IND:
+        def dec_text(b: bytes, p: int, q: int) -> Any:
+            if b[p] == 0xFF and b[p + 1] == 0xFF:
                 return None
-            return bytes(s[2:]).decode(errors="replace")
+            return b[p + 2:q].decode("utf-8", "replace")
         return dec_text
 
-    def dec_raw(s: bytes) -> Any:  # a type msgcap does not decode: keep the bytes
-        return None if s[:2] == NULL_IND else bytes(s[2:])
+    def dec_raw(b: bytes, p: int, q: int) -> Any:  # a type msgcap does not decode: keep bytes
+        return None if b[p] == 0xFF and b[p + 1] == 0xFF else bytes(b[p + 2:q])
     return dec_raw
+
+
+def _fails(enc: Encoder, v: Any) -> bool:
+    try:
+        enc(v)
+    except (ValueError, TypeError, AttributeError, struct.error, UnicodeError):
+        return True
+    return False
 
 
 class TableEncoder:
@@ -156,16 +167,15 @@ class TableEncoder:
                                f"{self._cols} columns")
         parts = []
         append = parts.append
-        nulls = self._nulls
-        i = 0
         try:
-            for enc, v in zip(self._encs, values):
+            for enc, null, v in zip(self._encs, self._nulls, values):
                 if v is None:
-                    append(nulls[i])
+                    append(null)
                 elif v is not MISSING:
                     append(enc(v))
-                i += 1
         except (ValueError, TypeError, AttributeError, struct.error, UnicodeError) as exc:
+            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values))
+                     if v is not None and v is not MISSING and _fails(enc, v))
             col = self.table.columns[i].name
             raise MessageError(f"cannot encode {values[i]!r}: {exc}",
                                position=f"table {self.table.name} column {col}") from None
@@ -182,15 +192,45 @@ class TableEncoder:
 class TableDecoder:
     """Spans → values for one table; the inverse of ``TableEncoder``."""
 
-    __slots__ = ("decoders", "table")
+    __slots__ = ("_entry", "decoders", "table")
 
     def __init__(self, table: Table, layout: Layout) -> None:
         self.table = table
         self.decoders = [column_decoder(c, layout) for c in table.columns]
+        self._entry = layout.entry.unpack_from
+
+    def decode(self, data: bytes, start: int, end: int) -> list[Any]:
+        """Values of the column entries filling data[start:end], MISSING where none.
+
+        Bad entries raise ValueError (the reader adds file and RBA).
+        """
+        decs = self.decoders
+        ncols = len(decs)
+        out: list[Any] = [MISSING] * ncols
+        entry = self._entry
+        p = start
+        while p < end:
+            if p + 4 > end:
+                raise ValueError("column entries do not fill the data area")
+            index, n = entry(data, p)
+            p += 4
+            q = p + n
+            if q > end:
+                raise ValueError(f"column {index} length {n} runs past the data area")
+            if index >= ncols:
+                raise ValueError(f"column index {index} not in table {self.table.name} "
+                                 f"({ncols} columns)")
+            if n < 2:
+                raise ValueError(f"column {index} span of {n} bytes")
+            out[index] = decs[index](data, p, q)
+            p = q
+        return out
 
     def values(self, entries: list[tuple[int, bytes]]) -> list[Any]:
-        """One value per column: decoded where the record has an entry, MISSING elsewhere."""
+        """One value per column from (index, span) pairs, MISSING where there is none."""
         out: list[Any] = [MISSING] * len(self.decoders)
         for index, span in entries:
-            out[index] = self.decoders[index](span)
+            if len(span) < 2:
+                raise ValueError(f"column {index} span of {len(span)} bytes")
+            out[index] = self.decoders[index](span, 0, len(span))
         return out

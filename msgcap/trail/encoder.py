@@ -29,6 +29,7 @@ from msgcap.trail.layout import (
     TOK_U,
     TOKEN_TRANID,
     TOKEN_VAMSEQID,
+    Layout,
     layout_for,
 )
 from msgcap.trail.records import (
@@ -38,6 +39,7 @@ from msgcap.trail.records import (
     TRANSIND_END,
     TRANSIND_MIDDLE,
     TRANSIND_WHOLE,
+    TrailRecord,
     TrailTransaction,
 )
 from props.errors import MessageError
@@ -45,28 +47,44 @@ from props.errors import MessageError
 _BEFORE_AFTER = {"A": 0x41, "B": 0x42}
 
 
+class _Frame:
+    """Per table: the column encoder and one Struct for G head … H token … D head."""
+
+    __slots__ = ("hlen", "name", "pack_d", "pack_nod", "table")
+
+    def __init__(self, table: Table, layout: Layout) -> None:
+        self.table = TableEncoder(table, layout)
+        self.name = self.table.name_bytes
+        self.hlen = HEADER_FIXED + len(self.name)
+        fmt = layout.prefix_format + f"{len(self.name)}s"
+        self.pack_d = struct.Struct(fmt + "BxH").pack
+        self.pack_nod = struct.Struct(fmt).pack
+
+
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_d_head", "_head", "_prefix", "_tables", "byteorder", "layout")
+    __slots__ = ("_frames", "_head", "byteorder", "layout")
 
     def __init__(self, byteorder: str = "big") -> None:
         self.layout = layout_for(byteorder)
         self.byteorder = byteorder
-        self._tables: dict[int, tuple[Table, TableEncoder]] = {}
-        self._prefix = self.layout.prefix.pack
+        self._frames: dict[int, tuple[Table, _Frame]] = {}
         self._head = self.layout.head.pack
+
+    def _frame(self, table: Table) -> _Frame:
+        hit = self._frames.get(id(table))
+        if hit is None or hit[0] is not table:
+            hit = (table, _Frame(table, self.layout))
+            self._frames[id(table)] = hit
+        return hit[1]
 
     def table(self, table: Table) -> TableEncoder:
         """The table's encoder, built once (keyed by identity: tables are built once)."""
-        hit = self._tables.get(id(table))
-        if hit is None or hit[0] is not table:
-            hit = (table, TableEncoder(table, self.layout))
-            self._tables[id(table)] = hit
-        return hit[1]
+        return self._frame(table).table
 
     def _token(self, tid: int, text: str, what: str) -> bytes:
-        b = text.encode()
+        b = text.encode() if type(text) is str else str(text).encode()
         if len(b) > MAX_RECORD:
             raise MessageError(f"{what} of {len(b)} bytes is too long for a trail token")
         return self._head(tid, 0, len(b)) + b
@@ -86,60 +104,64 @@ class TrailEncoder:
         records = tx.records
         if not records:
             raise MessageError(f"transaction {tx.txid}: no records")
-        head, prefix = self._head, self._prefix
-        tran = self._token(TOKEN_TRANID, str(tx.txid), "transaction id")
+        head = self._head
+        frames = self._frames
+        tran = self._token(TOKEN_TRANID, tx.txid, "transaction id")
         u = self.user_tokens(tx) if (tx.txname is not None or tx.txowner is not None) else b""
-        u_tok = head(TOK_U, 0, len(u)) + u if u else b""
+        tail_extra = head(TOK_U, 0, len(u)) + u if u else b""
         audit_rba = txnum & 0xFFFFFFFF
         last = len(records) - 1
-        out = []
-        seq_text, seq_tok = None, b""
+        ind = TRANSIND_WHOLE if last == 0 else TRANSIND_BEGIN
+        out: list[bytes] = []
+        seq_text = None
+        t_part = b""
+        fixed = 0
         for n, rec in enumerate(records):
             if rec.seqid != seq_text:
                 seq_text = rec.seqid
-                seq_tok = self._token(TOKEN_VAMSEQID, str(seq_text), "seqid")
-            te = self.table(rec.table)
+                sb = seq_text.encode() if type(seq_text) is str else str(seq_text).encode()
+                if len(sb) > MAX_RECORD - 64:
+                    raise MessageError(f"seqid of {len(sb)} bytes is too long for a token")
+                t_part = (head(TOK_T, 0, len(tran) + 4 + len(sb)) + tran
+                          + head(TOKEN_VAMSEQID, 0, len(sb)) + sb + tail_extra)
+                fixed = 12 + len(t_part)  # G head + H head + Z, T (and U) tokens
+            hit = frames.get(id(rec.table))
+            fr = hit[1] if hit is not None and hit[0] is rec.table else self._frame(rec.table)
             iotype = rec.iotype
             if iotype == IOTYPE_PKUPDATE:
-                d = te.encode_pk(rec.key_before, rec.values)
+                d = fr.table.encode_pk(rec.key_before, rec.values)
             elif iotype == IOTYPE_TRUNCATE:
                 d = b""
             else:
-                d = te.encode(rec.values)
-            t = tran + seq_tok
-            name = te.name_bytes
-            hlen = HEADER_FIXED + len(name)
+                d = fr.table.encode(rec.values)
             dlen = len(d)
-            total = 16 + hlen + (dlen + 4 if dlen else 0) + len(t) + len(u_tok)
-            if total > MAX_RECORD:
-                raise MessageError(
-                    f"record of {total} bytes exceeds the trail limit of {MAX_RECORD}",
-                    source=seq_text, position=f"table {rec.table.name}")
-            if last == 0:
-                ind = TRANSIND_WHOLE
-            elif n == 0:
-                ind = TRANSIND_BEGIN
-            else:
+            if n:
                 ind = TRANSIND_END if n == last else TRANSIND_MIDDLE
             try:
-                ba = _BEFORE_AFTER[rec.before_after]
-                pre = prefix(REC_G, GZ_INFO, total, TOK_H, 0, hlen, HDR_IND, PARTITION, 0, ba,
-                             dlen, iotype, ORIG_NODE, JULIAN_UNIX_EPOCH_US + rec.io_time,
-                             rec.audit_pos, 0, audit_rba, ind, FORMAT_TYPE, 0, 0, 0, 1)
+                if dlen:
+                    total = fixed + fr.hlen + 4 + dlen
+                    if total > MAX_RECORD:
+                        raise _too_long(total, rec)
+                    pre = fr.pack_d(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
+                                    _BEFORE_AFTER[rec.before_after], dlen, iotype, ORIG_NODE,
+                                    JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
+                                    audit_rba, ind, FORMAT_TYPE, 1, fr.name, TOK_D, dlen)
+                else:
+                    total = fixed + fr.hlen
+                    pre = fr.pack_nod(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
+                                      _BEFORE_AFTER[rec.before_after], 0, iotype, ORIG_NODE,
+                                      JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
+                                      audit_rba, ind, FORMAT_TYPE, 1, fr.name)
             except (KeyError, TypeError, struct.error) as exc:
                 raise MessageError(f"bad record header field: {exc!r}", source=seq_text,
                                    position=f"table {rec.table.name}") from None
-            out.append(pre)
-            out.append(name)
-            if dlen:
-                out.append(head(TOK_D, 0, dlen))
-                out.append(d)
-            out.append(head(TOK_T, 0, len(t)))
-            out.append(t)
-            if u_tok:
-                out.append(u_tok)
-            out.append(head(REC_Z, GZ_INFO, total))
+            out += (pre, d, t_part, head(REC_Z, GZ_INFO, total))
         return b"".join(out)
+
+
+def _too_long(total: int, rec: TrailRecord) -> MessageError:
+    return MessageError(f"record of {total} bytes exceeds the trail limit of {MAX_RECORD}",
+                        source=rec.seqid, position=f"table {rec.table.name}")
 
 
 @lru_cache(maxsize=2)

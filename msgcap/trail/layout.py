@@ -52,7 +52,7 @@ class Layout:
     u32: struct.Struct
     u64: struct.Struct
     header: struct.Struct  # the 34 fixed bytes of the H token
-    prefix: struct.Struct  # G head + H head + 34 fixed bytes, packed in one call by the writer
+    prefix_format: str  # G head + H head + 34 fixed bytes, zero fields as pad bytes (writer)
     entry: struct.Struct  # column_index:u16 column_length:u16
     entry_var: struct.Struct  # index, length, null indicator (0), VARCHAR length
 
@@ -62,7 +62,7 @@ class Layout:
         hdr = "BBBBHBBQIIIBBBBBB"
         return cls(byteorder, struct.Struct(o + "BBH"), struct.Struct(o + "H"),
                    struct.Struct(o + "I"), struct.Struct(o + "Q"), struct.Struct(o + hdr),
-                   struct.Struct(o + "BBHBBH" + hdr), struct.Struct(o + "HH"),
+                   o + "BBHBxHBBxBHBBQI4xIBB3xB", struct.Struct(o + "HH"),
                    struct.Struct(o + "HHHH"))
 
 

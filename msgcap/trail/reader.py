@@ -141,15 +141,16 @@ class Record:
 
     def values(self, decoder: TableDecoder) -> tuple[list[Any] | None, list[Any]]:
         """Typed (key before values or None, values), MISSING where the record has no entry."""
-        before, after = self.images()
-        n = len(decoder.decoders)
-        for entries in (before or (), after):
-            for index, _ in entries:
-                if index >= n:
-                    raise TrailError(f"column index {index} not in table {decoder.table.name} "
-                                     f"({n} columns)", file=self.file, rba=self.rba)
+        d = self.data
         try:
-            return (None if before is None else decoder.values(before)), decoder.values(after)
+            if self.header[H_IOTYPE] != IOTYPE_PKUPDATE:
+                return None, decoder.decode(d, 0, len(d))
+            if len(d) < 2:
+                raise ValueError("PK update without before_len")
+            (blen,) = self.layout.u16.unpack_from(d, 0)
+            if 2 + blen > len(d):
+                raise ValueError(f"PK update before_len {blen} runs past the data area")
+            return decoder.decode(d, 2, 2 + blen), decoder.decode(d, 2 + blen, len(d))
         except ValueError as exc:
             raise TrailError(f"table {self.table}: {exc}", file=self.file, rba=self.rba) from None
 

@@ -7,7 +7,7 @@ frames and encodes. ``None`` is NULL, ``MISSING`` means the column has no entry 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gendef.model import Table
 
@@ -54,9 +54,11 @@ class TrailTransaction:
     txowner: str | None = None
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Position:
-    """A place in a trail: file sequence number and byte offset (RBA) in that file."""
+class Position(NamedTuple):
+    """A place in a trail: file sequence number and byte offset (RBA) in that file.
+
+    Ordered by (seqno, rba); a tuple because the writer returns one per transaction.
+    """
 
     seqno: int
     rba: int

@@ -243,10 +243,24 @@ class TrailWriter:
 
     def write_transaction(self, tx: TrailTransaction) -> Position:
         """Encode and append one transaction; returns the position after it."""
-        self._check()
+        if self._fd is None or self._broken:
+            self._check()
         data = self.encoder.encode_transaction(tx, self.txnum + 1)
+        n = len(data)
+        if self._size + n <= self.limit and not self._roll_first:  # the common case, inline
+            self._buf.append(data)
+            self._buflen += n
+            self._size += n
+            if self._buflen >= _WRITE_BUFFER:
+                self.flush()
+        else:
+            self._append(data)
+        self.txnum += 1
         last = tx.records[-1]
-        return self._commit(data, 1, last.seqid, last.audit_pos, tx.txid)
+        self.last_seqid, self.last_audit_pos, self.last_txid = last.seqid, last.audit_pos, tx.txid
+        if self.sync == "transaction":
+            return self.flush_durable()
+        return Position(self._seqno, self._size, self._file)
 
     def append_encoded(self, data: bytes, *, transactions: int, last_seqid: str | None,
                        last_audit_pos: int | None, last_txid: str | None) -> Position:
