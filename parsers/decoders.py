@@ -353,6 +353,9 @@ def _packed_decoder(field: FieldLayout, fail: Callable[[str], MessageError]) -> 
     return packed
 
 
+_F32_MIN, _F32_MAX = 1.1754943508222875e-38, 3.4028234663852886e38
+
+
 def _float_decoder(field: FieldLayout, options: DecodeOptions,
                    fail: Callable[[str], MessageError]) -> Decoder:
     single = field.usage == COMP1
@@ -365,12 +368,13 @@ def _float_decoder(field: FieldLayout, options: DecodeOptions,
         if len(b) != length:
             raise fail(f"{len(b)} bytes for a {length}-byte floating point field")
         value = unpack(b)[0] if ieee else ibm_float(b)
-        if single and not ieee:
-            value = struct.unpack(">f", struct.pack(">f", value))[0]
         if math.isnan(value) or math.isinf(value):
             raise fail(f"floating point value {value} is not a number")
+        # An IBM single (24-bit fraction) is exact in float32 when within its range; beyond
+        # it (IBM reaches 16^±64) the float64 text is the exact one.
+        as_single = single and (ieee or value == 0 or _F32_MIN <= abs(value) <= _F32_MAX)
         with localcontext(_WIDE):
-            return Decimal(shortest_float32(value) if single else repr(value))
+            return Decimal(shortest_float32(value) if as_single else repr(value))
     return floating
 
 

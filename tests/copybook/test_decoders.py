@@ -161,6 +161,8 @@ def test_floats_ibm_and_ieee() -> None:
     with pytest.raises(MessageError, match="not a number"):
         decoder_for(c2, options=ieee)(struct.pack(">d", float("nan")))
     assert ibm_float(bytes(4)) == 0.0
+    assert decoder_for(c1)(bytes.fromhex("7f100000")) == Decimal(repr(16.0**62))  # beyond float32
+    assert decoder_for(c1)(bytes.fromhex("00100000")) == Decimal(repr(16.0**-65))
     assert shortest_float32(struct.unpack(">f", struct.pack(">f", 0.1))[0]) == "0.1"
 
 
