@@ -72,6 +72,7 @@ def _key(name: str) -> str:
 
 
 def parse_options(raw: dict[str, Any], variant: dict[str, Any]) -> Options:
+    """Cobrix reader options with Cobrix's defaults (README: "Every case's notes end with…")."""
     o = Options(raw)
     get = raw.get
     fmt = get("record_format")
@@ -80,8 +81,6 @@ def parse_options(raw: dict[str, Any], variant: dict[str, Any]) -> Options:
     o.record_format = fmt or "F"
     o.encoding = get("encoding") or ("ascii" if o.record_format in ("D", "D2") or o.is_text
                                      or variant.get("encoding") == "ascii" else "ebcdic")
-    if variant.get("encoding") == "ascii" and not get("encoding"):
-        o.encoding = "ascii"
     o.code_page = get("ebcdic_code_page", "common")
     o.ascii_charset = (get("ascii_charset") or "utf-8").lower()
     o.trimming = get("string_trimming_policy", "both")
