@@ -99,8 +99,13 @@ class TrailEncoder:
                 parts.append(name.encode() + b"\x00" + value.encode() + b"\x00")
         return b"".join(parts)
 
-    def encode_transaction(self, tx: TrailTransaction, txnum: int) -> bytes:
-        """All records of ``tx`` with TransInd set and AuditRBA = ``txnum`` mod 2³²."""
+    def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
+                           last: bool = True) -> bytes:
+        """All records of ``tx`` with TransInd set and AuditRBA = ``txnum`` mod 2³².
+
+        ``first``/``last`` False: ``tx`` holds only a part of its transaction (no begin / no end
+        record), as the Spark batch mode encodes a transaction that spans partitions.
+        """
         records = tx.records
         if not records:
             raise MessageError(f"transaction {tx.txid}: no records")
@@ -110,8 +115,11 @@ class TrailEncoder:
         u = self.user_tokens(tx) if (tx.txname is not None or tx.txowner is not None) else b""
         tail_extra = head(TOK_U, 0, len(u)) + u if u else b""
         audit_rba = txnum & 0xFFFFFFFF
-        last = len(records) - 1
-        ind = TRANSIND_WHOLE if last == 0 else TRANSIND_BEGIN
+        end = len(records) - 1 if last else -1
+        if first:
+            ind = TRANSIND_WHOLE if end == 0 else TRANSIND_BEGIN
+        else:
+            ind = TRANSIND_END if end == 0 else TRANSIND_MIDDLE
         out: list[bytes] = []
         seq_text = None
         t_part = b""
@@ -136,7 +144,7 @@ class TrailEncoder:
                 d = fr.table.encode(rec.values)
             dlen = len(d)
             if n:
-                ind = TRANSIND_END if n == last else TRANSIND_MIDDLE
+                ind = TRANSIND_END if n == end else TRANSIND_MIDDLE
             try:
                 if dlen:
                     total = fixed + fr.hlen + 4 + dlen
@@ -170,9 +178,10 @@ def _shared(byteorder: str) -> TrailEncoder:
 
 
 def encode_transaction(tx: TrailTransaction, txnum: int, byteorder: str = "big",
-                       encoder: TrailEncoder | None = None) -> bytes:
+                       encoder: TrailEncoder | None = None, *, first: bool = True,
+                       last: bool = True) -> bytes:
     """Pure encoding of one transaction (for parallel tasks); pass ``encoder`` to reuse caches."""
     enc = encoder if encoder is not None else _shared(byteorder)
     if enc.byteorder != byteorder:
         raise ValueError(f"encoder is {enc.byteorder}-endian, asked for {byteorder}")
-    return enc.encode_transaction(tx, txnum)
+    return enc.encode_transaction(tx, txnum, first=first, last=last)
