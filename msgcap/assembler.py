@@ -89,6 +89,24 @@ class Restart:
                    getattr(recovery, "last_txid", None) or None)
 
 
+@dataclass(frozen=True, slots=True)
+class AssemblerState:
+    """The state between two messages, without records: the counters, the duplicate mark and
+    the open transaction, as (txid, given txid, txname, txowner, skipping, first message,
+    (table, optype) of its operations so far).
+
+    ``Assembler.state()`` takes it and ``resume()`` continues from it, so that a later part of
+    the input can be assembled elsewhere (Spark batch partitions); the open transaction's
+    earlier records stay wherever they were encoded.
+    """
+
+    seq: int = 0
+    txid: int = 0
+    last: tuple[str, int] | None = None
+    open: tuple[str, str | None, str | None, str | None, bool, str,
+                tuple[tuple[str, str], ...]] | None = None
+
+
 @dataclass(slots=True)
 class Assembled:
     """A complete transaction, and the messages to acknowledge once it is durable.
@@ -134,12 +152,12 @@ class _OpenTx:
         "txowner",
     )
 
-    def __init__(self, txid: str, given_txid: str | None, op: Op, skipping: bool,
+    def __init__(self, txid: str, given_txid: str | None, op: Op | None, skipping: bool,
                  first_message: str) -> None:
         self.txid = txid
         self.given_txid = given_txid
-        self.txname = op.txname
-        self.txowner = op.txowner
+        self.txname = op.txname if op is not None else None
+        self.txowner = op.txowner if op is not None else None
         self.records: list[TrailRecord] = []
         self.messages: list[Message] = []
         self.ops: list[tuple[str, str]] = []
@@ -193,6 +211,28 @@ class Assembler:
             raise MessageError(
                 f"transaction {self._open.txid} begun here has no end record at the end of "
                 "the input", source=self._open.first_message, position="txind")
+
+    def state(self) -> AssemblerState:
+        """The state now (between messages); see ``AssemblerState``."""
+        tx = self._open
+        held = None if tx is None else (tx.txid, tx.given_txid, tx.txname, tx.txowner,
+                                        tx.skipping, tx.first_message, tuple(tx.ops))
+        return AssemblerState(self._seq, self._txid, self._last, held)
+
+    def resume(self, state: AssemblerState) -> None:
+        """Continue from ``state``: the open transaction gets only the records added from now."""
+        self._seq, self._txid, self._last = state.seq, state.txid, state.last
+        self._open = None
+        if state.open is not None:
+            txid, given, txname, txowner, skipping, first, ops = state.open
+            tx = self._open = _OpenTx(txid, given, None, skipping, first)
+            tx.txname, tx.txowner = txname, txowner
+            tx.ops.extend(ops)
+
+    @property
+    def open_records(self) -> list[TrailRecord]:
+        """Records of the open transaction added by this assembler (empty when none is open)."""
+        return self._open.records if self._open is not None else []
 
     # -- one message ----------------------------------------------------------------------------
 
