@@ -71,14 +71,24 @@ def read_jsonl(path: str) -> Iterator[Message]:
     """JSON Lines entries; blank lines skipped, a malformed line is an error naming file:line."""
     with _open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise SourceError(f"not a JSON object: {exc}", url=where) from None
-            yield message_from_entry(obj, where)
+            message = jsonl_message(raw, path, number)
+            if message is not None:
+                yield message
+
+
+def jsonl_message(raw: bytes, path: str, number: int) -> Message | None:
+    """Line ``number`` of a JSON Lines dump as a Message; None for a blank line.
+
+    One line at a time, so that Spark batch tasks can read a byte range of a large dump.
+    """
+    if not raw.strip():
+        return None
+    where = f"{path}:{number}"
+    try:
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SourceError(f"not a JSON object: {exc}", url=where) from None
+    return message_from_entry(obj, where)
 
 
 def read_text_lines(path: str) -> Iterator[Message]:
@@ -86,16 +96,23 @@ def read_text_lines(path: str) -> Iterator[Message]:
     name = os.path.basename(path)
     with _open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            raw = raw.rstrip(b"\n")  # one at most: the file iterator splits at each \n
-            if raw[-1:] == b"\r":
-                raw = raw[:-1]
-            if not raw:
-                continue
-            try:
-                body: str | bytes = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                body = raw
-            yield Message(f"{name}:{number}", {}, body, None, f"{path}:{number}")
+            message = text_line_message(raw, name, path, number)
+            if message is not None:
+                yield message
+
+
+def text_line_message(raw: bytes, name: str, path: str, number: int) -> Message | None:
+    """Line ``number`` (with its terminator) of a text-lines dump; None for an empty line."""
+    raw = raw.rstrip(b"\n")  # one at most: lines are split at each \n
+    if raw[-1:] == b"\r":
+        raw = raw[:-1]
+    if not raw:
+        return None
+    try:
+        body: str | bytes = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        body = raw
+    return Message(f"{name}:{number}", {}, body, None, f"{path}:{number}")
 
 
 def read_whole_file(path: str) -> Message:
