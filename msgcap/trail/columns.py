@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from operator import call
 from typing import Any
 
 from gendef.model import CHAR, DATETIME, VARCHAR, Column, Table
@@ -52,22 +53,41 @@ def _fit_datetime(text: str, n: int) -> bytes:
     raise ValueTooLong(f"datetime {text!r} does not fit length {n}")
 
 
+def _absent(v: Any, null: bytes, kind: str) -> bytes:
+    """The entry of a value that is not of the column's Python type: NULL, missing or an error."""
+    if v is None:
+        return null
+    if v is MISSING:
+        return b""
+    raise TypeError(f"expected {kind}, got {type(v).__name__}")
+
+
 def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
-    """A function value → whole column entry (index, length, span) for one column."""
+    """A function value → whole column entry (index, length, span) for one column: the NULL
+    entry for None, nothing (b"") for MISSING. The common case runs without a test."""
     t, n = col.type_code, col.external_length
     entry = layout.entry.pack
+    null_span = _null_span(col)
+    null = entry(index, len(null_span)) + null_span
     if t == VARCHAR:
         var = layout.entry_var.pack
 
         def enc_var(v: str) -> bytes:
-            b = v.encode()
-            return var(index, len(b) + 4, 0, len(b)) + b
+            try:
+                b = v.encode()
+            except AttributeError:
+                return _absent(v, null, "str")
+            k = len(b)
+            return var(index, k + 4, 0, k) + b
         return enc_var
     if t == CHAR:
         head = entry(index, n + 2) + VALUE_IND
 
         def enc_char(v: str) -> bytes:
-            b = v.encode()
+            try:
+                b = v.encode()
+            except AttributeError:
+                return _absent(v, null, "str")
             if len(b) != n:
                 if len(b) < n:
                     b = b.ljust(n)
@@ -83,15 +103,18 @@ def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
         pack = BE_INTS[t].pack
 
         def enc_int(v: int) -> bytes:
-            if type(v) is not int:
-                raise TypeError(f"expected int, got {type(v).__name__}")
-            return head + pack(v)
+            if type(v) is int:
+                return head + pack(v)
+            return _absent(v, null, "int")
         return enc_int
     if t == DATETIME:
         head = entry(index, n + 2) + VALUE_IND
 
         def enc_dt(v: str) -> bytes:
-            b = v.encode("ascii")
+            try:
+                b = v.encode("ascii")
+            except AttributeError:
+                return _absent(v, null, "str")
             return head + (b if len(b) == n else _fit_datetime(v, n))
         return enc_dt
     raise DefinitionError(f"column {col.name}: type {t} not supported")
@@ -147,7 +170,7 @@ def _fails(enc: Encoder, v: Any) -> bool:
 class TableEncoder:
     """The D area of one table's records; built once per table and byte order."""
 
-    __slots__ = ("_cols", "_encs", "_nulls", "_u16", "name_bytes", "table")
+    __slots__ = ("_cols", "_encs", "_u16", "name_bytes", "table")
 
     def __init__(self, table: Table, layout: Layout) -> None:
         if len(table.columns) > 65536:
@@ -155,8 +178,6 @@ class TableEncoder:
         self.table = table
         self.name_bytes = table.name.encode() + b"\x00"
         self._encs = [column_encoder(i, c, layout) for i, c in enumerate(table.columns)]
-        self._nulls = [layout.entry.pack(i, len(s)) + s
-                       for i, s in enumerate(_null_span(c) for c in table.columns)]
         self._u16 = layout.u16.pack
         self._cols = len(table.columns)
 
@@ -165,21 +186,13 @@ class TableEncoder:
         if len(values) != self._cols:
             raise MessageError(f"table {self.table.name}: {len(values)} values for "
                                f"{self._cols} columns")
-        parts = []
-        append = parts.append
         try:
-            for enc, null, v in zip(self._encs, self._nulls, values):
-                if v is None:
-                    append(null)
-                elif v is not MISSING:
-                    append(enc(v))
+            return b"".join(map(call, self._encs, values))
         except (ValueError, TypeError, AttributeError, struct.error, UnicodeError) as exc:
-            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values))
-                     if v is not None and v is not MISSING and _fails(enc, v))
+            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values)) if _fails(enc, v))
             col = self.table.columns[i].name
             raise MessageError(f"cannot encode {values[i]!r}: {exc}",
                                position=f"table {self.table.name} column {col}") from None
-        return b"".join(parts)
 
     def encode_pk(self, key_before: list[Any] | None, values: list[Any]) -> bytes:
         """PK update: u16 before_len, key before entries, then the after entries (§6)."""

@@ -28,6 +28,7 @@ log = logging.getLogger("msgcap.trail")
 SYNC_MODES = ("transaction", "batch", "none")
 _WRITE_BUFFER = 1 << 20
 _TRANSIND_OFFSET = 8 + 28  # G head + H head + GHDR offset 28
+_new_tuple = tuple.__new__  # builds a Position without NamedTuple's Python-level __new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,11 @@ def _scan(seqno: int, path: str) -> _Scan:
 
 class TrailWriter:
     """Appends transactions to the trail ``path`` (directory + two-character prefix)."""
+
+    __slots__ = ("_broken", "_buf", "_buflen", "_fd", "_file", "_head", "_header_len",
+                 "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder", "extract",
+                 "last_audit_pos", "last_seqid", "last_txid", "limit", "path", "seqlen", "sync",
+                 "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
                  byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
@@ -260,7 +266,7 @@ class TrailWriter:
         self.last_seqid, self.last_audit_pos, self.last_txid = last.seqid, last.audit_pos, tx.txid
         if self.sync == "transaction":
             return self.flush_durable()
-        return Position(self._seqno, self._size, self._file)
+        return _new_tuple(Position, (self._seqno, self._size, self._file))
 
     def append_encoded(self, data: bytes, *, transactions: int, last_seqid: str | None,
                        last_audit_pos: int | None, last_txid: str | None) -> Position:
