@@ -31,7 +31,7 @@ from parsers.convert import build_converter, canonical_number
 from parsers.decoders import decoder_for, is_ebcdic, lookup_codec
 from parsers.model import DELETE, MISSING, Message, Op
 from parsers.timefmt import TimeFormat, compile_format
-from parsers.values import FieldIndex, HeaderItems, compile_items, describe
+from parsers.values import FieldIndex, HeaderItems, compile_items, compile_table, describe
 from props.errors import DefinitionError, MessageError, PropertyError
 from props.expr import Const, Field, normalize_field
 from props.settings import FixedSettings, Settings
@@ -39,6 +39,10 @@ from props.settings import FixedSettings, Settings
 Convert = Callable[[Any], Any]
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+_CACHE_SIZE = 4096  # table names / table field texts remembered
+
+# How the generated image function reads a slot of an ASCII text body (``_compile_image``).
+SAME, RSTRIP, DIGITS, CALL = "same", "rstrip", "digits", "call"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,7 @@ class _Slot:
     key: bool
     text: Convert  # text slice → trail value
     raw: Convert  # byte slice → trail value
+    kind: str = CALL  # SAME: the slice; RSTRIP: without trailing blanks; DIGITS: int if digits
 
     @property
     def position(self) -> str:
@@ -73,6 +78,7 @@ class _Plan:
     slots: tuple[_Slot, ...]
     text_items: tuple[tuple[int, int, Convert], ...]
     raw_items: tuple[tuple[int, int, Convert], ...]
+    ascii_image: Callable[[str], list[Any]]  # the text image of a full-length ASCII body
     end: int  # absolute end of the full record (header + data)
     odo: tuple[_Odo, ...] = ()
 
@@ -98,7 +104,35 @@ def _plan(table: Table, slots: Sequence[_Slot], end: int, odo: tuple[_Odo, ...] 
                               f"definitions, {len(slots)} in the fixed-width layout")
     end = max([end, *(s.end for s in slots)])
     return _Plan(table, tuple(slots), tuple((s.start, s.end, s.text) for s in slots),
-                 tuple((s.start, s.end, s.raw) for s in slots), end, odo)
+                 tuple((s.start, s.end, s.raw) for s in slots),
+                 _compile_image(table.name, slots), end, odo)
+
+
+def _compile_image(name: str, slots: Sequence[_Slot]) -> Callable[[str], list[Any]]:
+    """One generated function that slices and converts every column of a full-length record.
+
+    Like ``collections.namedtuple``, the source is built from trusted parts only (integer
+    offsets, converter names): a CHAR column costs a slice, a zoned number ``int()``, with no
+    per-column call or tuple unpacking. Valid for ASCII text only (``str.isdigit`` accepts other
+    scripts' digits); other bodies take ``text_items``.
+    """
+    env: dict[str, Any] = {}
+    parts = []
+    for i, slot in enumerate(slots):
+        cut = f"b[{int(slot.start)}:{int(slot.end)}]"
+        if slot.kind == SAME:
+            parts.append(cut)
+        elif slot.kind == RSTRIP:
+            parts.append(f"{cut}.rstrip(' ')")
+        elif slot.kind == DIGITS:
+            parts.append(f"(int(s) if (s := {cut}).isdigit() else c{i}(s))")
+            env[f"c{i}"] = slot.text
+        else:
+            parts.append(f"c{i}({cut})")
+            env[f"c{i}"] = slot.text
+    source = "def image(b):\n    return [" + ", ".join(parts) + "]\n"
+    exec(compile(source, f"<fixed-width image of {name}>", "exec"), env)  # noqa: S102
+    return env["image"]
 
 
 class _Codec:
@@ -126,18 +160,18 @@ class _Codec:
 
 # -- converters ---------------------------------------------------------------------------------
 
-def _column_converter(col: Column, fmt: TimeFormat | None, table: str) -> Convert:
-    """Text of a source-definitions column → trail value (§4 field values, §2.5)."""
+def _column_converter(col: Column, fmt: TimeFormat | None, table: str) -> tuple[Convert, str]:
+    """Text of a source-definitions column → trail value (§4 field values, §2.5), and its kind."""
     if col.type_code == CHAR:
-        return _same  # CHAR keeps its padding
+        return _same, SAME  # CHAR keeps its padding
     if col.type_code == VARCHAR and not col.is_number_text:
-        return lambda text: text.rstrip(" ")
+        return (lambda text: text.rstrip(" ")), RSTRIP
     convert = build_converter(col, fmt, table=table)
 
     def trimmed(text: str) -> Any:
         text = text.strip()
         return convert(text) if text else None  # an all-blank number or date is NULL
-    return trimmed
+    return trimmed, DIGITS if col.type_code == NUMBER and col.scale == 0 else CALL
 
 
 def _trail_value(col: Column, fmt: TimeFormat | None, digits: int, table: str) -> Convert:
@@ -189,8 +223,9 @@ def _trail_value(col: Column, fmt: TimeFormat | None, digits: int, table: str) -
 
 
 def _field_converters(f, col: Column, codec: _Codec, fmt: TimeFormat | None,
-                      table: str) -> tuple[Convert, Convert]:
-    """(text, raw) converters of one copybook field (a ``gendef.copybook.FieldLayout``)."""
+                      table: str) -> tuple[Convert, Convert, str]:
+    """(text, raw) converters of one copybook field (a ``gendef.copybook.FieldLayout``), and
+    the kind of its text converter."""
     decode = decoder_for(f, codec.name)
     to_trail = _trail_value(col, fmt, f.digits, table)
     plain = (f.usage == "DISPLAY" and f.kind == "numeric" and not f.date_format
@@ -203,13 +238,13 @@ def _field_converters(f, col: Column, codec: _Codec, fmt: TimeFormat | None,
         def raw_char(data: bytes) -> str:
             text = decode(data)
             return text if len(text) == n else text.ljust(n)
-        return text_conv, raw_char
+        return text_conv, raw_char, SAME
 
     def slow(data: Any) -> Any:
         return to_trail(decode(data))
 
     if not plain:
-        return slow, slow
+        return slow, slow, CALL
 
     def text_number(data: str) -> Any:
         if data.isdigit() and data.isascii():
@@ -217,13 +252,13 @@ def _field_converters(f, col: Column, codec: _Codec, fmt: TimeFormat | None,
         return slow(data)
 
     if not codec.digits_ascii:
-        return text_number, slow
+        return text_number, slow, DIGITS
 
     def raw_number(data: bytes) -> Any:
         if data.isdigit():
             return int(data)
         return slow(data)
-    return text_number, raw_number
+    return text_number, raw_number, DIGITS
 
 
 # -- the parser ---------------------------------------------------------------------------------
@@ -247,6 +282,10 @@ class FixedParser(ParserBase):
             names, plans = self._build_sourcedefs(settings, f)
         self._plans = plans
         self._nheader = len(names)
+        self._header_text = tuple((g.index, g.start, g.end, g.text) for g in self._header_gets)
+        self._table_slice = next(((g.start, g.end) for g in self._header_gets
+                                  if g.index == self._table_field), None)
+        self._by_slice: dict[str | bytes, _Plan] = {}
         self._by_name: dict[str, _Plan] = {}
         self._table_position = ", ".join(
             describe(e) for e in (f.table or ([f.schemaandtable] if f.schemaandtable else []))
@@ -272,11 +311,16 @@ class FixedParser(ParserBase):
                 f = replace(f, timestamp_format=own)
         try:
             self._header_items: HeaderItems = compile_items(f, index, prefix="fixed")
+            sources = compile_table(f, index, prefix="fixed")[1]
         except PropertyError as error:
             if error.file:
                 raise
             raise PropertyError(error.reason, prop=error.prop, file=settings.file,
                                 line=settings.lines.get(error.prop or "")) from None
+        fields = [e for e in sources if isinstance(e, Field)]
+        # A table named by one header field (and constants): its text alone selects the plan.
+        self._table_field = (index.get(fields[0].name) if len(fields) == 1 and all(
+            isinstance(e, (Field, Const)) for e in sources) else None)
 
     def _build_copybook(self, settings: Settings, f: FixedSettings
                         ) -> tuple[list[str], dict[str, _Plan]]:
@@ -343,9 +387,9 @@ class FixedParser(ParserBase):
                     fmt = self._format(x.date_format or f.dateformats.lookup(table.name,
                                                                              col.name),
                                        f"fixed.dateformat for {table.name}")
-                text, raw = _field_converters(x, col, codec, fmt, table.name)
+                text, raw, kind = _field_converters(x, col, codec, fmt, table.name)
                 slots.append(_Slot(x.name, base + x.offset, base + x.offset + x.length,
-                                   col.key, text, raw))
+                                   col.key, text, raw, kind))
             odo = self._odo(rec, fields, hlen)
             plans[table.name] = _plan(table, slots, hlen + rec.length, odo)
         for table in user_definitions(f.userdefs, "fixed", layout=True):
@@ -413,9 +457,10 @@ class FixedParser(ParserBase):
             if col.type_code == DATETIME:
                 fmt = self._format(f.dateformats.lookup(trail.name, col.name),
                                    f"fixed.dateformat for {trail.name}")
-            conv = _column_converter(col, fmt, trail.name)
+            conv, kind = _column_converter(col, fmt, trail.name)
             start = base + c.fetch_offset
-            slots.append(_Slot(c.name, start, start + c.external_length, col.key, conv, conv))
+            slots.append(_Slot(c.name, start, start + c.external_length, col.key, conv, conv,
+                               kind))
         return _plan(trail, slots, hlen + record_length)
 
     # -- parsing ---------------------------------------------------------------------------
@@ -437,6 +482,8 @@ class FixedParser(ParserBase):
             raise MessageError(f"unknown table {name}"
                                + (" (no such 01 record)" if self._copybook else ""),
                                position=self._table_position)
+        if len(self._by_name) >= _CACHE_SIZE:
+            self._by_name.clear()
         self._by_name[name] = plan
         return plan
 
@@ -459,13 +506,21 @@ class FixedParser(ParserBase):
             for g in self._header_gets:
                 values[g.index] = g.raw(body[g.start:g.end])
         else:
-            for g in self._header_gets:
-                data = body[g.start:g.end]
-                values[g.index] = data if g.text is None else g.text(data)
+            for i, a, b, text in self._header_text:
+                values[i] = body[a:b] if text is None else text(body[a:b])
         items = self._header_items
         try:
-            name = items.table(message, values)
-            plan = self._by_name.get(name) or self._lookup(name)
+            plan = None
+            if self._table_slice is not None:
+                key = body[self._table_slice[0]:self._table_slice[1]]
+                plan = self._by_slice.get(key)
+            if plan is None:
+                name = items.table(message, values)
+                plan = self._by_name.get(name) or self._lookup(name)
+                if self._table_slice is not None:
+                    if len(self._by_slice) >= _CACHE_SIZE:
+                        self._by_slice.clear()
+                    self._by_slice[key] = plan
             optype = items.optype(message, values)
             op = Op(plan.table, optype, items.timestamp(message, values, time.time_ns() // 1000),
                     items.seqid(message, values), items.txid(message, values),
@@ -491,9 +546,13 @@ class FixedParser(ParserBase):
                 raise MessageError(f"{n - plan.end} non-blank characters after the "
                                    f"{plan.end}-character record of {plan.table.name}",
                                    position=f"offset {plan.end}")
-        convs = plan.raw_items if raw else plan.text_items
         try:
-            out = [conv(body[a:b]) for a, b, conv in convs]
+            if raw:
+                out = [conv(body[a:b]) for a, b, conv in plan.raw_items]
+            elif body.isascii():
+                out = plan.ascii_image(body)
+            else:
+                out = [conv(body[a:b]) for a, b, conv in plan.text_items]
         except MessageError:
             self._locate(plan, body, raw)
             raise
