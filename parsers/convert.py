@@ -28,6 +28,8 @@ from props.errors import DefinitionError, MessageError
 
 Converter = Callable[[str], Any]
 
+_VALUE_CACHE_SIZE = 4096  # converted DATETIME texts kept per column
+
 # Value range of the integer type codes (sourcedefs.md §4).
 _INT_RANGES = {
     INT16: (-(1 << 15), (1 << 15) - 1),
@@ -56,19 +58,25 @@ def split_number(text: str) -> tuple[bool, str, str]:
 def _scaled_converter(scale: int, low: int, high: int) -> Converter:
     """Text → integer value × 10^scale, exact: extra fraction digits and overflow are errors."""
     factor = 10 ** scale
+    frac_factor = [10 ** (scale - n) for n in range(scale + 1)]  # by fraction digit count
 
     def convert(text: str) -> int:
-        if text.isascii() and text.isdigit():  # the common case: a plain unsigned integer
+        if text.isascii() and text.isdigit():  # the common cases first: 123 and 123.45
             value = int(text) * factor
         else:
-            negative, whole, frac = split_number(text)
-            frac = frac.rstrip("0")
-            if len(frac) > scale:
-                raise MessageError(
-                    f"value {text!r} has more than {scale} fraction digits (never rounded)")
-            value = int(whole + frac.ljust(scale, "0"))
-            if negative:
-                value = -value
+            whole, _, frac = text.partition(".")
+            if (text.isascii() and whole.isdigit() and frac.isdigit()
+                    and len(frac) <= scale):
+                value = int(whole) * factor + int(frac) * frac_factor[len(frac)]
+            else:
+                negative, whole, frac = split_number(text)
+                frac = frac.rstrip("0")
+                if len(frac) > scale:
+                    raise MessageError(
+                        f"value {text!r} has more than {scale} fraction digits (never rounded)")
+                value = int(whole + frac.ljust(scale, "0"))
+                if negative:
+                    value = -value
         if not low <= value <= high:
             raise MessageError(f"value {text!r} is out of range for the column type")
         return value
@@ -113,10 +121,18 @@ def _varchar_converter(length: int) -> Converter:
 
 
 def _datetime_converter(fmt: TimeFormat, length: int) -> Converter:
+    """Dates repeat (a day's orders, a batch's load time): results are cached by text."""
     column_text = fmt.column_text
+    cache: dict[str, str] = {}
 
     def convert(text: str) -> str:
-        return column_text(text, length)
+        out = cache.get(text)
+        if out is None:
+            out = column_text(text, length)
+            if len(cache) >= _VALUE_CACHE_SIZE:
+                cache.clear()
+            cache[text] = out
+        return out
     return convert
 
 

@@ -302,6 +302,9 @@ class DelimParser(ParserBase):
         n, k = self._n, self._k
         m = len(plan.converters)
         count = len(values) - n
+        if k == 1 and count == m:  # the common case: every column, one value each
+            image = self._convert(plan, values[n:], m, 0)
+            return (image, None) if optype == DELETE else (None, image)
         if self._grouped:
             if count != m * k:
                 raise MessageError(f"{len(values)} fields; table {plan.table.name} needs "

@@ -9,12 +9,16 @@ microseconds for record timestamps.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date
+from operator import itemgetter
 
 from props.errors import MessageError, PropertyError
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _US_PER_DAY = 86_400_000_000
+_CACHE_SIZE = 65536  # distinct dates kept per format; times of day are at most 86400
+_VALUE_CACHE_SIZE = 4096  # whole timestamp texts kept per format
 _DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 # Part kinds, in the order of the tuple ``TimeFormat.fields`` returns.
@@ -81,9 +85,15 @@ def _tokenize(fmt: str, prop: str | None) -> list[tuple[int | None, str]]:
 
 
 class TimeFormat:
-    """A compiled date/time format; ``None`` as text means the default forms of §2.4."""
+    """A compiled date/time format; ``None`` as text means the default forms of §2.4.
 
-    __slots__ = ("_date_only", "_index", "_match", "text")
+    Values are decoded as a date part and a time-of-day part, each cached by its digit groups
+    (bounded), so a stream of timestamps costs one regex match, two dict hits and the
+    fraction per value.
+    """
+
+    __slots__ = ("_date_key", "_date_only", "_dates", "_frac", "_index", "_match", "_time_key",
+                 "_times", "_values", "text")
 
     def __init__(self, fmt: str | None = None, *, date_only: bool = False,
                  prop: str | None = None) -> None:
@@ -113,6 +123,12 @@ class TimeFormat:
             pattern = "".join(regex for _, regex in pieces)
         self._match = re.compile(pattern, re.ASCII).fullmatch
         self._index = tuple(index)
+        self._date_key = _key(index[i] for i in (_YEAR, _YY, _MONTH, _DAY))
+        self._time_key = _key(index[i] for i in (_HOUR, _MINUTE, _SECOND))
+        self._frac = index[_FRACTION]
+        self._dates: dict[object, tuple[int, str]] = {}
+        self._times: dict[object, tuple[int, str]] = {}
+        self._values: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"TimeFormat({self.text!r})"
@@ -121,50 +137,108 @@ class TimeFormat:
         text = None if self.text == DEFAULT_FORMAT_TEXT else self.text
         return (_rebuild, (text, self._date_only))
 
+    def _groups(self, text: str) -> tuple[str | None, ...]:
+        m = self._match(text)
+        if m is None:
+            m = self._match(text.strip())
+            if m is None:
+                raise MessageError(f"value {text!r} does not match the date format {self.text}")
+        return m.groups()
+
+    def _date(self, g: tuple[str | None, ...], text: str) -> tuple[int, str]:
+        """(µs of 00:00 of the day since the epoch, ``YYYY-MM-DD``), validated and cached."""
+        key = self._date_key(g)
+        found = self._dates.get(key)
+        if found is None:
+            iy, imo, idd, iyy = (self._index[i] for i in (_YEAR, _MONTH, _DAY, _YY))
+            if iy is not None:
+                year = int(g[iy])
+            else:
+                yy = int(g[iyy])
+                year = 2000 + yy if yy < 50 else 1900 + yy
+            month = int(g[imo]) if imo is not None else 1
+            day = int(g[idd]) if idd is not None else 1
+            if not (year >= 1 and 1 <= month <= 12 and 1 <= day <= (
+                    29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month])):
+                raise MessageError(f"value {text!r} is not a valid date ({self.text})")
+            if len(self._dates) >= _CACHE_SIZE:
+                self._dates.clear()
+            found = self._dates[key] = (
+                (date(year, month, day).toordinal() - _EPOCH_ORDINAL) * _US_PER_DAY,
+                f"{year:04d}-{month:02d}-{day:02d}")
+        return found
+
+    def _time(self, g: tuple[str | None, ...], text: str) -> tuple[int, str]:
+        """(µs since midnight, ``:HH:MI:SS``), validated and cached."""
+        key = self._time_key(g)
+        found = self._times.get(key)
+        if found is None:
+            ih, imi, isec = (self._index[i] for i in (_HOUR, _MINUTE, _SECOND))
+            hour = int(g[ih] or 0) if ih is not None else 0
+            minute = int(g[imi] or 0) if imi is not None else 0
+            second = int(g[isec] or 0) if isec is not None else 0
+            if not (hour < 24 and minute < 60 and second < 60):
+                raise MessageError(f"value {text!r} is not a valid time ({self.text})")
+            found = self._times[key] = ((hour * 3600 + minute * 60 + second) * 1_000_000,
+                                        f":{hour:02d}:{minute:02d}:{second:02d}")
+        return found
+
     def fields(self, text: str) -> tuple[int, int, int, int, int, int, str]:
         """(year, month, day, hour, minute, second, fraction digits) of a value, validated."""
-        m = self._match(text.strip())
-        if m is None:
-            raise MessageError(f"value {text!r} does not match the date format {self.text}")
-        g = m.groups()
-        iy, imo, idd, ih, imi, isec, ifr, iyy = self._index
-        if iy is not None:
-            year = int(g[iy])
-        else:
-            yy = int(g[iyy])
-            year = 2000 + yy if yy < 50 else 1900 + yy
-        month = int(g[imo]) if imo is not None else 1
-        day = int(g[idd]) if idd is not None else 1
-        hour = int(g[ih] or 0) if ih is not None else 0
-        minute = int(g[imi] or 0) if imi is not None else 0
-        second = int(g[isec] or 0) if isec is not None else 0
-        frac = (g[ifr] or "") if ifr is not None else ""
-        if not (year >= 1 and 1 <= month <= 12 and hour < 24 and minute < 60 and second < 60
-                and 1 <= day <= (29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month])):
-            raise MessageError(f"value {text!r} is not a valid date/time ({self.text})")
-        return year, month, day, hour, minute, second, frac
+        g = self._groups(text)
+        day_text = self._date(g, text)[1]
+        time_text = self._time(g, text)[1]
+        frac = (g[self._frac] or "") if self._frac is not None else ""
+        return (int(day_text[:4]), int(day_text[5:7]), int(day_text[8:]), int(time_text[1:3]),
+                int(time_text[4:6]), int(time_text[7:]), frac)
 
     def parse(self, text: str) -> tuple[int, int]:
         """(microseconds since 1970-01-01 UTC, fraction of the second in nanoseconds)."""
-        year, month, day, hour, minute, second, frac = self.fields(text)
-        ns = int(frac.ljust(9, "0")) if frac else 0
-        us = ((date(year, month, day).toordinal() - _EPOCH_ORDINAL) * _US_PER_DAY
-              + (hour * 3600 + minute * 60 + second) * 1_000_000 + ns // 1000)
-        return us, ns
+        g = self._groups(text)
+        us = self._date(g, text)[0] + self._time(g, text)[0]
+        frac = g[self._frac] if self._frac is not None else None
+        if not frac:
+            return us, 0
+        ns = int(frac.ljust(9, "0"))
+        return us + ns // 1000, ns
 
     def micros(self, text: str) -> int:
-        """Microseconds since the epoch (extra fraction digits truncated)."""
-        return self.parse(text)[0]
+        """Microseconds since the epoch (extra fraction digits truncated).
+
+        The operations of a transaction usually share their timestamp: the last values are
+        cached by text.
+        """
+        found = self._values.get(text)
+        if found is None:
+            g = self._groups(text)
+            found = self._date(g, text)[0] + self._time(g, text)[0]
+            frac = g[self._frac] if self._frac is not None else None
+            if frac:
+                found += int(frac[:6].ljust(6, "0"))
+            if len(self._values) >= _VALUE_CACHE_SIZE:
+                self._values.clear()
+            self._values[text] = found
+        return found
 
     def column_text(self, text: str, length: int) -> str:
         """The trail form ``YYYY-MM-DD:HH:MI:SS[.f…]`` of a value, cut to ``length``."""
-        year, month, day, hour, minute, second, frac = self.fields(text)
+        g = self._groups(text)
+        day_text = self._date(g, text)[1]
+        time_text = self._time(g, text)[1]
         if length <= 10:
-            return f"{year:04d}-{month:02d}-{day:02d}"[:length]
-        out = f"{year:04d}-{month:02d}-{day:02d}:{hour:02d}:{minute:02d}:{second:02d}"
+            return day_text[:length]
         if length <= 20:
-            return out[:min(length, 19)]
-        return (out + "." + frac.ljust(9, "0"))[:length]
+            return (day_text + time_text)[:min(length, 19)]
+        frac = (g[self._frac] or "") if self._frac is not None else ""
+        return (day_text + time_text + "." + frac.ljust(9, "0"))[:length]
+
+
+def _key(indexes) -> Callable[[tuple[str | None, ...]], object]:
+    """A C-speed cache key over the groups at ``indexes`` (those that exist)."""
+    present = [i for i in indexes if i is not None]
+    if not present:
+        return lambda groups: ()
+    return itemgetter(*present)
 
 
 def _rebuild(text: str | None, date_only: bool) -> TimeFormat:
