@@ -33,7 +33,7 @@ from parsers.model import DELETE, MISSING, Message, Op
 from parsers.timefmt import TimeFormat, compile_format
 from parsers.values import FieldIndex, HeaderItems, compile_items, compile_table, describe
 from props.errors import DefinitionError, MessageError, PropertyError
-from props.expr import Const, Field, normalize_field
+from props.expr import Const, Field, JmsProp, normalize_field
 from props.settings import FixedSettings, Settings
 
 Convert = Callable[[Any], Any]
@@ -287,9 +287,6 @@ class FixedParser(ParserBase):
                                   if g.index == self._table_field), None)
         self._by_slice: dict[str | bytes, _Plan] = {}
         self._by_name: dict[str, _Plan] = {}
-        self._table_position = ", ".join(
-            describe(e) for e in (f.table or ([f.schemaandtable] if f.schemaandtable else []))
-        ) or "header field schemaandtable / table"
 
     # -- building --------------------------------------------------------------------------
 
@@ -318,6 +315,8 @@ class FixedParser(ParserBase):
             raise PropertyError(error.reason, prop=error.prop, file=settings.file,
                                 line=settings.lines.get(error.prop or "")) from None
         fields = [e for e in sources if isinstance(e, Field)]
+        self._table_position = ", ".join(describe(e) for e in sources
+                                         if isinstance(e, (Field, JmsProp)))
         # A table named by one header field (and constants): its text alone selects the plan.
         self._table_field = (index.get(fields[0].name) if len(fields) == 1 and all(
             isinstance(e, (Field, Const)) for e in sources) else None)
