@@ -199,15 +199,18 @@ def compile_table(common: ParserCommon, fields: FieldIndex, *,
                   prefix: str) -> tuple[Callable[[object, Fields], str], list[Expr]]:
     """The table-name getter (§3.2, §3.5) and the expressions it reads.
 
-    Precedence: ``<p>.schemaandtable``, ``<p>.table`` (with ``<p>.schema``), header field
-    ``schemaandtable``, header field ``table`` (with field ``schema``). Several table sources
-    are concatenated after trimming trailing blanks from each.
+    Precedence: ``<p>.schemaandtable``, ``<p>.table`` (with ``<p>.schema``; for delim, else
+    field ``schema``), header field ``schemaandtable``, header field ``table`` (with
+    ``<p>.schema`` or field ``schema``). Several table sources are concatenated after trimming
+    trailing blanks from each.
     """
     if common.schemaandtable is not None:
         sources, schema = [common.schemaandtable], None
     elif common.table:
+        # delim.schema defaults to the field schema (§5); fixed.schema defaults to none (§4)
         sources = list(common.table)
-        schema = _default(common.schema, fields, "schema", None)
+        schema = (_default(common.schema, fields, "schema", None) if prefix == "delim"
+                  else common.schema)
     elif "schemaandtable" in fields:
         sources, schema = [Field("schemaandtable")], None
     elif "table" in fields:

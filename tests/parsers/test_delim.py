@@ -10,7 +10,7 @@ from parsers.base import Parser, build_parser
 from parsers.delim import DelimParser
 from parsers.model import MISSING, Message
 from props.errors import DefinitionError, MessageError, PropertyError
-from props.settings import settings_from_text
+from props.settings import Settings, settings_from_text
 
 SALES_DEF = """\
 *+- Defgen version 4.0, Encoding UTF-8
@@ -392,6 +392,11 @@ def test_factory_protocol_and_pickle():
     clone = pickle.loads(pickle.dumps(p))
     assert [o.after for o in clone.parse(Message("m", body=MESSAGE_1))] == [
         o.after for o in p.parse(Message("m", body=MESSAGE_1))]
+
+
+def test_unknown_parser_type():
+    with pytest.raises(PropertyError, match="parser.type: unknown parser type 'csv'"):
+        build_parser(Settings(parser_type="csv"), DEFS)
 
 
 def test_unsupported_column_type_stops_with_a_definition_error():

@@ -177,3 +177,12 @@ def test_several_table_sources_are_concatenated():
     table, _ = compile_table(DelimSettings(table=(Field("A"), Field("B")), schema=Const("S")),
                              fields, prefix="fixed")
     assert table(MSG, ["CUST  ", "V1  "]) == "S.CUSTV1"
+
+
+def test_fixed_schema_has_no_field_default_when_the_table_is_configured():
+    fields = FieldIndex(["SCHEMA", "REC"])
+    table, _ = compile_table(DelimSettings(table=(Field("REC"),)), fields, prefix="fixed")
+    with pytest.raises(MessageError, match="two-part name needed"):
+        table(MSG, ["HR", "EMP"])
+    table, _ = compile_table(DelimSettings(), FieldIndex(["schema", "table"]), prefix="fixed")
+    assert table(MSG, ["HR", "EMP"]) == "HR.EMP"
