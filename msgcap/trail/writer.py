@@ -97,7 +97,7 @@ class TrailWriter:
     """Appends transactions to the trail ``path`` (directory + two-character prefix)."""
 
     __slots__ = ("_broken", "_buf", "_buflen", "_fd", "_file", "_head", "_header_len",
-                 "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder", "extract",
+                 "_open_tx", "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder", "extract",
                  "last_audit_pos", "last_seqid", "last_txid", "limit", "path", "seqlen", "sync",
                  "txnum", "uri")
 
@@ -126,6 +126,7 @@ class TrailWriter:
         self._buflen = 0
         self._broken: str | None = None
         self._roll_first = False
+        self._open_tx = False
         self.txnum = 0
         self.last_seqid: str | None = None
         self.last_audit_pos: int | None = None
@@ -249,7 +250,7 @@ class TrailWriter:
 
     def write_transaction(self, tx: TrailTransaction) -> Position:
         """Encode and append one transaction; returns the position after it."""
-        if self._fd is None or self._broken:
+        if self._fd is None or self._broken or self._open_tx:
             self._check()
         data = self.encoder.encode_transaction(tx, self.txnum + 1)
         n = len(data)
@@ -268,13 +269,43 @@ class TrailWriter:
             return self.flush_durable()
         return _new_tuple(Position, (self._seqno, self._size, self._file))
 
+    def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position:
+        """Append a part of a transaction too large to hold in memory.
+
+        ``first``: this part begins the transaction; ``last``: it ends it. The parts of one
+        transaction follow each other with nothing in between; the transaction counts (``txnum``,
+        ``last_*``, ``sync=transaction`` fsync) once its last part is written. A position
+        returned before that is inside the transaction: do not checkpoint it.
+        """
+        if first == self._open_tx:
+            raise TrailError("a transaction is already open" if first else
+                             "no open transaction to continue", file=self._file)
+        self._check(allow_open=True)
+        data = self.encoder.encode_transaction(tx, self.txnum + 1, first=first, last=last)
+        self._append(data)
+        self._open_tx = not last
+        if not last:
+            return self.position
+        last_rec = tx.records[-1]
+        return self._commit(b"", 1, last_rec.seqid, last_rec.audit_pos, tx.txid)
+
     def append_encoded(self, data: bytes, *, transactions: int, last_seqid: str | None,
-                       last_audit_pos: int | None, last_txid: str | None) -> Position:
-        """Append whole transactions encoded elsewhere (``encode_transaction`` with transaction
-        numbers ``txnum + 1`` onwards, in this writer's byte order)."""
-        self._check()
+                       last_audit_pos: int | None, last_txid: str | None,
+                       partial: bool = False) -> Position:
+        """Append transactions encoded elsewhere (``encode_transaction`` with transaction
+        numbers ``txnum + 1`` onwards, in this writer's byte order). ``data`` holds whole
+        records; it must end a transaction unless ``partial`` (more of the last transaction
+        follows in the next call, which does not count it again)."""
+        self._check(allow_open=True)
         if data:
-            self._validate(data)
+            self._validate(data, partial)
+        if partial:
+            self._open_tx = True
+            if data:
+                self._append(data)
+            self.txnum += transactions
+            return self.position
+        self._open_tx = False
         return self._commit(data, transactions, last_seqid, last_audit_pos, last_txid)
 
     def _commit(self, data: bytes, transactions: int, seqid: str | None, pos: int | None,
@@ -282,14 +313,14 @@ class TrailWriter:
         if data:
             self._append(data)
         self.txnum += transactions
-        if transactions:
+        if seqid is not None or txid is not None:
             self.last_seqid, self.last_audit_pos, self.last_txid = seqid, pos, txid
         if self.sync == "transaction":
             self.flush_durable()
         return self.position
 
-    def _validate(self, data: bytes) -> None:
-        """Encoded data must be whole records ending a transaction."""
+    def _validate(self, data: bytes, partial: bool = False) -> None:
+        """Encoded data must be whole records, ending a transaction unless ``partial``."""
         p, n, last = 0, len(data), -1
         while p < n:
             if p + 4 > n:
@@ -302,7 +333,7 @@ class TrailWriter:
             if zid != REC_Z or ztotal != total:
                 raise TrailError(f"encoded data: bad trailer at offset {p}", file=self._file)
             last, p = p, p + total
-        if data[last + _TRANSIND_OFFSET] not in (TRANSIND_END, TRANSIND_WHOLE):
+        if not partial and data[last + _TRANSIND_OFFSET] not in (TRANSIND_END, TRANSIND_WHOLE):
             raise TrailError("encoded data does not end with a complete transaction",
                              file=self._file)
 
@@ -359,9 +390,11 @@ class TrailWriter:
             self._broken = f"write failed: {exc.strerror}"
             raise TrailError(self._broken, file=self._file, rba=self._size) from None
 
-    def _check(self) -> None:
+    def _check(self, allow_open: bool = False) -> None:
         if self._fd is None:
             raise TrailError("trail writer is not open", file=self.path)
+        if self._open_tx and not allow_open:
+            raise TrailError("a transaction written in parts is still open", file=self._file)
         if self._broken:
             raise TrailError(f"trail writer stopped after an error ({self._broken}); "
                              "reopen to recover", file=self._file)

@@ -235,3 +235,17 @@ def test_every_single_byte_corruption_is_handled(trail) -> None:
             assert path in str(exc)
             outcomes["error"] += 1
     assert outcomes["error"] > 0 and outcomes["ok"] > 0
+
+
+def test_small_read_chunks_give_the_same_records(trail, monkeypatch) -> None:
+    """Records straddling the reader's chunk boundary are reassembled exactly."""
+    from msgcap.trail import reader as reader_mod
+    path, _ = trail
+    expected = [(r.rba, r.data, r.tokens) for r in TrailReader(path)]
+    with open(path, "ab") as f:
+        f.write(b"G\x01\x00")
+    for chunk in (1, 7, 100, 333):
+        monkeypatch.setattr(reader_mod, "CHUNK", chunk)
+        reader = TrailReader(path)
+        assert [(r.rba, r.data, r.tokens) for r in reader] == expected
+        assert reader.tail.pending == 3

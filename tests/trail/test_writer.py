@@ -256,3 +256,49 @@ def test_writer_must_be_open(tmp_path, tcustmer: Table) -> None:
         TrailWriter(str(tmp_path / "aa"), sync="sometimes")
     with pytest.raises(ValueError):
         TrailWriter(str(tmp_path / "aa"), megabytes=0)
+
+
+def test_transaction_written_in_parts(tmp_path, tcustmer: Table) -> None:
+    prefix = str(tmp_path / "aa")
+    w = TrailWriter(prefix, sync="transaction", megabytes=1)
+    w.open()
+    w.write_transaction(tx(tcustmer, 1))
+    big = tx(tcustmer, 2, records=3)
+    parts = [TrailTransaction("2", [r]) for r in big.records]
+    w.write_records(parts[0], first=True, last=False)
+    with pytest.raises(TrailError, match="still open"):
+        w.write_transaction(tx(tcustmer, 3))
+    with pytest.raises(TrailError, match="already open"):
+        w.write_records(parts[1], first=True, last=False)
+    assert w.txnum == 1 and w.last_txid == "1"
+    w.write_records(parts[1], first=False, last=False)
+    pos = w.write_records(parts[2], first=False, last=True)
+    assert w.txnum == 2 and w.last_txid == "2" and w.durable == pos
+    with pytest.raises(TrailError, match="no open transaction"):
+        w.write_records(parts[0], first=False, last=True)
+    w.write_transaction(tx(tcustmer, 3))
+    w.close()
+    got = read_all(prefix + "000000000")
+    assert [(r.txid, r.transind, r.audit_rba) for r in got] == [
+        ("1", 3, 1), ("2", 0, 2), ("2", 1, 2), ("2", 2, 2), ("3", 3, 3)]
+
+
+def test_append_encoded_in_partial_chunks(tmp_path, tcustmer: Table) -> None:
+    """Spark batch: a transaction spanning partitions arrives in two encoded chunks."""
+    w = TrailWriter(str(tmp_path / "aa"), sync="none")
+    w.open()
+    two = tx(tcustmer, 1, records=2)
+    head = encode_transaction(TrailTransaction("1", two.records[:1]), 1, last=False)
+    tail = encode_transaction(TrailTransaction("1", two.records[1:]), 1, first=False)
+    w.append_encoded(head, transactions=1, last_seqid=None, last_audit_pos=None, last_txid=None,
+                     partial=True)
+    with pytest.raises(TrailError, match="still open"):
+        w.write_transaction(tx(tcustmer, 2))
+    last = two.records[1]
+    w.append_encoded(tail, transactions=0, last_seqid=last.seqid, last_audit_pos=1,
+                     last_txid="1")
+    w.write_transaction(tx(tcustmer, 2))
+    w.close()
+    got = read_all(str(tmp_path / "aa000000000"))
+    assert [(r.txid, r.transind, r.audit_rba) for r in got] == [("1", 0, 1), ("1", 2, 1),
+                                                                 ("2", 3, 2)]
