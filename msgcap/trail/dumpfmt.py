@@ -5,13 +5,14 @@ Pure functions of decoded headers and records, so tests check them without files
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from gendef.model import Table
 from msgcap.trail.columns import TableDecoder
 from msgcap.trail.fileheader import FileHeader, vendor_name
 from msgcap.trail.julian import julian_to_iso
-from msgcap.trail.layout import NULL_IND, TOKEN_NAMES
+from msgcap.trail.layout import NULL_IND, TOKEN_NAMES, VALUE_IND
 from msgcap.trail.reader import (
     H_CONTINUED,
     H_FORMAT_TYPE,
@@ -25,7 +26,8 @@ from msgcap.trail.reader import (
     Record,
 )
 from msgcap.trail.records import IOTYPE_TRUNCATE, OP_NAMES
-from parsers.model import MISSING
+
+log = logging.getLogger("msgcap.trail")
 
 TEXT_OPS = {5: "Insert", 3: "Delete", 10: "Update", 15: "FieldComp", 115: "GGSPKUpdate",
             100: "PurgeData"}
@@ -76,12 +78,24 @@ def _value_text(value: Any, scale: int) -> Any:
     return value
 
 
-def _typed(table: Table, entries: list[tuple[int, bytes]], values: list[Any],
+def _odd_indicators(rec: Record, entries: list[tuple[int, bytes]]) -> dict[int, bytes]:
+    """Spans whose null indicator is neither 00 00 nor FF FF: shown raw, with a warning (§9.3)."""
+    odd = {i: bytes(span) for i, span in entries if span[:2] not in (VALUE_IND, NULL_IND)}
+    for i, span in odd.items():
+        log.warning("%s: RBA %d: column %d has null indicator %s; showing raw bytes", rec.file,
+                    rec.rba, i, span[:2].hex())
+    return odd
+
+
+def _typed(rec: Record, table: Table, entries: list[tuple[int, bytes]], values: list[Any],
            all_columns: bool) -> list[dict[str, Any]]:
     present = {i for i, _ in entries}
+    odd = _odd_indicators(rec, entries)
     out = []
     for i, col in enumerate(table.columns):
-        if i in present:
+        if i in odd:
+            out.append({"index": i, "name": col.name, "null": False, "value": odd[i].hex()})
+        elif i in present:
             v = values[i]
             out.append({"index": i, "name": col.name, "null": v is None,
                         "value": None if v is None else _value_text(v, col.scale)})
@@ -120,9 +134,9 @@ def record_json(rec: Record, decoder: TableDecoder | None) -> dict[str, Any]:
             before_cols = None if before is None else _raw(before)
         else:
             bvals, avals = rec.values(decoder)
-            obj["columns"] = _typed(decoder.table, after, avals, True)
+            obj["columns"] = _typed(rec, decoder.table, after, avals, True)
             if before is not None:
-                before_cols = _typed(decoder.table, before, bvals, False)
+                before_cols = _typed(rec, decoder.table, before, bvals, False)
     if before_cols is not None:
         obj["before"] = before_cols
     obj["tokens"] = tokens(rec)
@@ -202,8 +216,8 @@ def record_text(rec: Record, decoder: TableDecoder | None) -> str:
             bvals, avals = rec.values(decoder)
             if before is not None:
                 lines.append("Key before image:")
-                lines.extend(_typed_lines(decoder.table, before, bvals))
-            lines.extend(_typed_lines(decoder.table, after, avals))
+                lines.extend(_typed_lines(rec, decoder.table, before, bvals))
+            lines.extend(_typed_lines(rec, decoder.table, after, avals))
     if rec.tokens:
         lines.append("GGS tokens:")
         for tid, v in rec.tokens.items():
@@ -225,15 +239,17 @@ def _raw_lines(entries: list[tuple[int, bytes]]) -> list[str]:
             for i, s in entries]
 
 
-def _typed_lines(table: Table, entries: list[tuple[int, bytes]], values: list[Any]) -> list[str]:
+def _typed_lines(rec: Record, table: Table, entries: list[tuple[int, bytes]],
+                 values: list[Any]) -> list[str]:
     width = max((len(c.name) for c in table.columns), default=0)
+    odd = _odd_indicators(rec, entries)
     out = []
     for i, _ in entries:
         col, v = table.columns[i], values[i]
-        if v is None:
+        if i in odd:
+            shown = f"raw {_hex_groups(odd[i])}"
+        elif v is None:
             shown = "NULL"
-        elif v is MISSING:
-            continue
         else:
             shown = repr(_value_text(v, col.scale))
         out.append(f"Column {i:>5} {col.name:<{width}} : {shown}")

@@ -247,3 +247,18 @@ def test_console_entry_point(home) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[1] == SPEC_RECORD.replace("RBA", str(json.loads(lines[1])["rba"]))
+
+
+def test_other_null_indicator_is_shown_raw(home, capsys, caplog) -> None:
+    path = home / "dirdat" / "aa000000000"
+    data = bytearray(path.read_bytes())
+    first = data.index(b"G\x01")
+    col0 = data.index(b"\x00\x00\x00\x08\x00\x00\x00\x04WILL", first) + 4  # CUST_CODE's span
+    data[col0 + 1] = 0x01
+    path.write_bytes(bytes(data))
+    code, lines, _ = run(capsys, "--json", "--defs", "dirdef/tcust.def", "--count", "1",
+                         "dirdat/aa000000000")
+    assert code == 0
+    assert json.loads(lines[1])["columns"][0] == {"index": 0, "name": "CUST_CODE",
+                                                  "null": False, "value": "0001000457494c4c"}
+    assert "null indicator 0001" in caplog.text
