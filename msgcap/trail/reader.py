@@ -397,15 +397,15 @@ _SEQ = re.compile(r"^(.*?)(\d{6}|\d{9})$")
 
 
 def split_trail_name(path: str) -> tuple[str, int, int] | None:
-    """``dirdat/aa000000012`` → ("dirdat/aa", 12, 9); None for other names."""
+    """``dirdat/aa000000012`` → ("dirdat/aa", 12, 9); None for other names.
+
+    Nine digits are taken as a 12.3+ name; six digits only after a two-character prefix.
+    """
     m = _SEQ.match(path)
     if not m:
         return None
-    digits = m.group(2)
-    prefix = m.group(1)
-    # a 2-character prefix with 9 digits reads as 6 digits after 3 more: prefer the file's name
-    base = os.path.basename(prefix)
-    if len(digits) == 9 or len(base) == 2:
+    prefix, digits = m.group(1), m.group(2)
+    if len(digits) == 9 or len(os.path.basename(prefix)) == 2:
         return prefix, int(digits), len(digits)
     return None
 

@@ -145,6 +145,10 @@ class TrailWriter:
             os.makedirs(d, exist_ok=True)
         files = sequence_files(self.path, self.seqlen)
         if not files:
+            if durable is not None and durable.rba > 0:
+                raise TrailError(f"the trail is empty but the checkpoint's durable position is "
+                                 f"seqno {durable.seqno} RBA {durable.rba}: durable data is "
+                                 f"missing", file=self.path)
             self._create(0)
             self.durable = self.position
             return Recovery(seqno=0, rba=self._size, file=self._file)

@@ -302,3 +302,9 @@ def test_append_encoded_in_partial_chunks(tmp_path, tcustmer: Table) -> None:
     got = read_all(str(tmp_path / "aa000000000"))
     assert [(r.txid, r.transind, r.audit_rba) for r in got] == [("1", 0, 1), ("1", 2, 1),
                                                                  ("2", 3, 2)]
+
+
+def test_missing_trail_with_a_durable_checkpoint_is_an_error(tmp_path) -> None:
+    with pytest.raises(TrailError, match="durable data is missing"):
+        TrailWriter(str(tmp_path / "aa")).open(durable=Position(2, 5000, "x"))
+    assert os.listdir(tmp_path) == []
