@@ -1,4 +1,5 @@
-"""What ``msgcap dump`` prints: JSON objects (trail-format.md §17.2) and Logdump-style text (§17.1).
+"""What ``msgcap dump`` prints: JSON objects (trail-format.md §17.2) and Logdump-style
+text (§17.1).
 
 Pure functions of decoded headers and records, so tests check them without files.
 """

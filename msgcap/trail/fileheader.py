@@ -1,4 +1,5 @@
-"""The F record at RBA 0 of every trail file: token groups, encode and decode (trail-format.md §4)."""
+"""The F record at RBA 0 of every trail file: token groups, encode and decode
+(trail-format.md §4)."""
 
 from __future__ import annotations
 

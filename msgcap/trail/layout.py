@@ -1,4 +1,5 @@
-"""Byte layout constants and the Structs compiled once per metadata byte order (trail-format.md §3–§5, §11).
+"""Byte layout constants and the Structs compiled once per metadata byte order
+(trail-format.md §3–§5, §11).
 
 Metadata (token lengths, header integers, column index/length, VARCHAR length, PK before_len)
 follows ``trail.byteorder``; column values (134 and the other integers) are always big-endian,

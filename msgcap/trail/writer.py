@@ -97,9 +97,9 @@ class TrailWriter:
     """Appends transactions to the trail ``path`` (directory + two-character prefix)."""
 
     __slots__ = ("_broken", "_buf", "_buflen", "_fd", "_file", "_head", "_header_len",
-                 "_open_tx", "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder", "extract",
-                 "last_audit_pos", "last_seqid", "last_txid", "limit", "path", "seqlen", "sync",
-                 "txnum", "uri")
+                 "_open_tx", "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder",
+                 "extract", "last_audit_pos", "last_seqid", "last_txid", "limit", "path",
+                 "seqlen", "sync", "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
                  byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
@@ -159,15 +159,7 @@ class TrailWriter:
             if s.last_end is not None:
                 break
         newest, found = scans[0], scans[-1]
-        if found.last_end is not None:
-            r_seq, r_end = found.seqno, found.last_end
-        else:
-            r_seq, r_end = found.seqno, found.header_len or 0
-        if durable is not None and (r_seq, r_end) < (durable.seqno, durable.rba):
-            raise TrailError(
-                f"the trail's last complete transaction ends at seqno {r_seq} RBA {r_end}, before "
-                f"the durable checkpoint position seqno {durable.seqno} RBA {durable.rba}: durable "
-                f"data is damaged; nothing was truncated", file=found.path)
+        r_end = found.last_end if found.last_end is not None else (found.header_len or 0)
         # continue in the next file when R ends its file and the next one is only a header
         later = scans[:-1]  # newer files than R's, newest first
         nxt = later[-1] if later else None
@@ -176,22 +168,28 @@ class TrailWriter:
                 and nxt.header_len is not None and nxt.size == nxt.header_len):
             target, cut_to = nxt, nxt.header_len
             later = later[:-1]
+        if durable is not None and (target.seqno, cut_to) < (durable.seqno, durable.rba):
+            raise TrailError(
+                f"the trail's last complete transaction ends at seqno {found.seqno} RBA {r_end}, "
+                f"before the durable checkpoint position seqno {durable.seqno} RBA "
+                f"{durable.rba}: durable data is damaged; nothing was truncated", file=found.path)
+        other_order = target.byteorder is not None and target.byteorder != self.byteorder
         deleted = []
         truncated = 0
         for s in later:
             truncated += s.size
             os.unlink(s.path)
             deleted.append(s.path)
-        if target.header_len is None:  # F record absent or partial: rewrite it
-            truncated += target.size
+        if target.header_len is None or (other_order and cut_to == target.header_len):
+            # F record absent or partial, or a header-only file in the other byte order
+            truncated += target.size - (target.header_len or 0)
             self._create(target.seqno, replace=True)
         else:
             truncated += target.size - cut_to
             self._reopen(target, cut_to)
+            self._roll_first = other_order  # never mix byte orders in one file
         if deleted and self.sync != "none":
             _fsync_dir(self.path)
-        if target.byteorder is not None and target.byteorder != self.byteorder:
-            self._roll_first = True  # never mix byte orders in one file
         if newest is not target and not deleted:
             log.info("trail recovery: continuing in %s", target.path)
         if truncated:

@@ -44,7 +44,7 @@ def h(text: str) -> bytes:
     return bytes.fromhex(text.replace(" ", ""))
 
 
-# -- column encodings (seed 000, spec §9.2, §9.3) -------------------------------------------------
+# -- column encodings (seed 000, spec §9.2, §9.3) ---------------------------------------------
 
 @pytest.mark.parametrize(("col", "value", "expected"), [
     (char_column("C", 20), "GoldenGate", "0000 476F6C64656E47617465" + "20" * 10),

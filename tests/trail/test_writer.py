@@ -308,3 +308,27 @@ def test_missing_trail_with_a_durable_checkpoint_is_an_error(tmp_path) -> None:
     with pytest.raises(TrailError, match="durable data is missing"):
         TrailWriter(str(tmp_path / "aa")).open(durable=Position(2, 5000, "x"))
     assert os.listdir(tmp_path) == []
+
+
+def test_header_only_file_in_the_other_byte_order_is_rewritten(tmp_path) -> None:
+    prefix = str(tmp_path / "aa")
+    TrailWriter(prefix, byteorder="little", sync="none").open()
+    w = TrailWriter(prefix, byteorder="big", sync="none")
+    rec = w.open()
+    w.close()
+    assert rec.seqno == 0 and sorted(os.listdir(tmp_path)) == ["aa000000000"]
+    with TrailFile(prefix + "000000000") as tf:
+        assert tf.byteorder == "big"
+
+
+def test_durable_position_at_the_start_of_a_header_only_next_file(tmp_path, tcustmer) -> None:
+    prefix = str(tmp_path / "aa")
+    w = TrailWriter(prefix, sync="none")
+    w.open()
+    w.write_transaction(tx(tcustmer, 1))
+    w._roll()
+    durable = w.flush_durable()
+    w.close()
+    assert durable.seqno == 1
+    rec = TrailWriter(prefix, sync="none").open(durable=durable)
+    assert rec.position == durable
