@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gendef.copybook import compile_copybook
 from parsers.decoders import encoder_for
@@ -410,3 +412,29 @@ def test_parser_pickles(retail):
     clone = pickle.loads(pickle.dumps(retail))
     assert clone.parse(msg(RETAIL_MESSAGES[0]))[0].after == retail.parse(
         msg(RETAIL_MESSAGES[0]))[0].after
+
+
+# -- exactness: encoder → message → parser is the identity ---------------------------------------
+
+ENCODINGS = ("cp037", "cp1047", "latin-1")
+
+
+@pytest.fixture
+def bin_parsers(make):
+    return {e: make(BIN_PROPS.format(encoding=e), bin__cpy=BIN_CPY) for e in ENCODINGS}
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(acct=st.integers(-(10**9) + 1, 10**9 - 1),
+       bal=st.integers(-(10**9) + 1, 10**9 - 1),
+       limit=st.integers(-(10**7) + 1, 10**7 - 1),
+       delta=st.integers(-999, 999),
+       encoding=st.sampled_from(ENCODINGS))
+def test_binary_packed_and_zoned_values_are_exact(bin_parsers, acct, bal, limit, delta,
+                                                  encoding):
+    body = bin_message(encoding, **{"ACCT-NO": acct, "BAL": Decimal(bal).scaleb(-2),
+                                    "LIMIT-AMT": Decimal(limit).scaleb(-2), "DELTA": delta})
+    (op,) = bin_parsers[encoding].parse(msg(body))
+    after = op.after
+    assert [after[1], after[3], after[4], after[5]] == [acct, bal, limit, delta]
