@@ -337,7 +337,7 @@ class TrailFile:
             rba = base + p
             zid, _, ztotal = head(buf, p + total - 4) if total >= 8 else (0, 0, -1)
             if rid != REC_G or total < MIN_RECORD:
-                if total >= 8 and zid == REC_Z and ztotal == total:
+                if rid != REC_G and total >= 8 and zid == REC_Z and ztotal == total:
                     log.warning("%s: RBA %d: skipping record of unknown type x%02x", file, rba,
                                 rid)
                     p += total
