@@ -296,7 +296,12 @@ class XmlParser(ParserBase):
         self.xml = xml
         self._safe = SafeXml(xml.maxbytes, xml.maxdepth)
         self._compiler = _Compiler(dict(xml.namespaces))
-        self._columns: dict[str, tuple[Converter, ...]] = {}
+        # Column converters of every table, built now so that a bad date format stops the start.
+        formats = xml.dateformats
+        self._columns: dict[str, tuple[Converter, ...]] = {
+            table.name: tuple(build_converter(col, formats.lookup(table.name, col.name),
+                                              table=table.name) for col in table.columns)
+            for table in definitions}
         self._top: list[_TxRule | _OpRule] = []
         for rule in xml.rules:
             if rule.type == "tx":
@@ -511,7 +516,7 @@ class XmlParser(ParserBase):
                          "schemaandtable" if rule.schemaandtable is not None else "table",
                          rule.schemaandtable or rule.table)
         optype = r.optype(node, st)
-        converters = self._converters(table)
+        converters = self._columns[table.name]
         n = len(table.columns)
         before = [MISSING] * n
         after = [MISSING] * n
@@ -585,15 +590,6 @@ class XmlParser(ParserBase):
                              f"({table.columns[given].name})", rule, "index", rule.index)
             index = given
         return index
-
-    def _converters(self, table: Table) -> tuple[Converter, ...]:
-        found = self._columns.get(table.name)
-        if found is None:
-            formats = self.xml.dateformats
-            found = tuple(build_converter(col, formats.lookup(table.name, col.name),
-                                          table=table.name) for col in table.columns)
-            self._columns[table.name] = found
-        return found
 
 
 def _value(col: _ColRule, image: _Image, node: Any, st: _State, convert: Converter,
