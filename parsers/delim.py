@@ -24,6 +24,7 @@ from parsers.model import DELETE, INSERT, MISSING, TRUNCATE, Message, Op
 from parsers.timefmt import compile_format
 from parsers.values import FieldIndex, compile_items
 from props.errors import MessageError, PropertyError
+from props.expr import SysSeqid, SysTxid
 from props.settings import DelimSettings, Settings
 
 Record = list[str | None]
@@ -132,8 +133,11 @@ class Dialect:
 
     def split(self, body: str) -> list[Record]:
         """Records of values: NULL as None, escapes replaced. An empty record is ``[]``."""
-        if self._always_scan or any(seq in body for seq in self._scan_escapes):
+        if self._always_scan:
             return self._scan(body)
+        for seq in self._scan_escapes:
+            if seq in body:
+                return self._scan(body)
         if self.quote in body:
             rows = self._csv_rows(body)
             if rows is None:
@@ -225,6 +229,7 @@ class _TablePlan:
     upper_names: tuple[str, ...]
     keys: tuple[int, ...]
     min_groups: int  # column groups a record must hold so that every key column is present
+    width: int  # number of columns
 
 
 class DelimParser(ParserBase):
@@ -250,6 +255,7 @@ class DelimParser(ParserBase):
         self._dateformats = d.dateformats
         self._formats: dict[str | None, Any] = {}
         self._plans: dict[str, _TablePlan] = {}
+        self._record = self._record_function(d)
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -270,7 +276,7 @@ class DelimParser(ParserBase):
             keys = table.key_indexes
             plan = _TablePlan(table, tuple(converters),
                               tuple(c.name.upper() for c in table.columns), keys,
-                              max(keys) + 1 if keys else 0)
+                              max(keys) + 1 if keys else 0, len(converters))
             self._plans[table.name] = plan
         self._plans[name] = plan
         return plan
@@ -302,22 +308,42 @@ class DelimParser(ParserBase):
                 raise MessageError(error.reason, source=message.name, position=where) from None
         return ops
 
-    def _record(self, message: Message, values: Record, now: int, ordinal: int) -> Op:
-        n = self._n
-        if len(values) < n:
-            raise MessageError(f"{len(values)} fields, fewer than the {n} header fields")
-        items = self._items
-        name = items.table(message, values)
-        plan = self._plans.get(name) or self._plan(name)
-        optype = items.optype(message, values)
-        before = after = None
-        if optype != TRUNCATE:
-            before, after = self._images(plan, optype, values)
-        return Op(plan.table, optype, items.timestamp(message, values, now),
-                  items.seqid(message, values), items.txid(message, values),
-                  items.txind(message, values) if items.txind is not None else None,
-                  items.txname(message, values), items.txowner(message, values),
-                  before, after, ordinal, message.id)
+    def _record_function(self, d: DelimSettings) -> Callable[[Message, Record, int, int], Op]:
+        """The per-record step with every getter bound once (items that are always None, such
+        as ``*txid`` or an unset txname, are not called at all)."""
+        n, items, plans, plan_for = self._n, self._items, self._plans, self._plan
+        images, single = self._images, self._k == 1
+        table_of, optype_of, timestamp_of = items.table, items.optype, items.timestamp
+        seqid_of = None if isinstance(d.seqid, SysSeqid) else items.seqid
+        txid_of = None if d.txid is None or isinstance(d.txid, SysTxid) else items.txid
+        txind_of = items.txind
+        txname_of = items.txname if d.txname is not None else None
+        txowner_of = items.txowner if d.txowner is not None else None
+        convert = self._convert
+
+        def record(message: Message, values: Record, now: int, ordinal: int) -> Op:
+            if len(values) < n:
+                raise MessageError(f"{len(values)} fields, fewer than the {n} header fields")
+            name = table_of(message, values)
+            plan = plans.get(name) or plan_for(name)
+            optype = optype_of(message, values)
+            if optype == TRUNCATE:
+                before = after = None
+            elif single and len(values) - n == plan.width:  # every column, one value each
+                before = convert(plan, values[n:], plan.width, 0)
+                after = None
+                if optype != DELETE:
+                    before, after = after, before
+            else:
+                before, after = images(plan, optype, values)
+            return Op(plan.table, optype, timestamp_of(message, values, now),
+                      seqid_of(message, values) if seqid_of else None,
+                      txid_of(message, values) if txid_of else None,
+                      txind_of(message, values) if txind_of else None,
+                      txname_of(message, values) if txname_of else None,
+                      txowner_of(message, values) if txowner_of else None,
+                      before, after, ordinal, message.id)
+        return record
 
     def _field_number(self, plan: _TablePlan, column: int, role: int) -> int:
         """1-based field number of a column's name or value; ``role`` is its offset in the
@@ -329,11 +355,8 @@ class DelimParser(ParserBase):
     def _images(self, plan: _TablePlan, optype: str,
                 values: Record) -> tuple[list[Any] | None, list[Any] | None]:
         n, k = self._n, self._k
-        m = len(plan.converters)
+        m = plan.width
         count = len(values) - n
-        if k == 1 and count == m:  # the common case: every column, one value each
-            image = self._convert(plan, values[n:], m, 0)
-            return (image, None) if optype == DELETE else (None, image)
         if self._grouped:
             if count != m * k:
                 raise MessageError(f"{len(values)} fields; table {plan.table.name} needs "
