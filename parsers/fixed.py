@@ -33,7 +33,7 @@ from parsers.model import DELETE, MISSING, Message, Op
 from parsers.timefmt import TimeFormat, compile_format
 from parsers.values import FieldIndex, HeaderItems, compile_items, compile_table, describe
 from props.errors import DefinitionError, MessageError, PropertyError
-from props.expr import Const, Field, JmsProp, normalize_field
+from props.expr import Const, Field, JmsProp, SysSeqid, SysTs, SysTxid, normalize_field
 from props.settings import FixedSettings, Settings
 
 Convert = Callable[[Any], Any]
@@ -182,12 +182,21 @@ def _trail_value(col: Column, fmt: TimeFormat | None, digits: int, table: str) -
         return lambda v: v if len(v) == n else v.ljust(n)
     if t == DATETIME:
         convert = build_converter(col, fmt, table=table)
+        seen: dict[Any, str] = {}  # dates repeat: most values are converted once
 
         def date(v: Any) -> Any:
             if v is None:
                 return None
+            found = seen.get(v)
+            if found is not None:
+                return found
             text = v.strip() if isinstance(v, str) else str(v).zfill(digits)
-            return convert(text) if text else None
+            if not text:
+                return None
+            found = convert(text)
+            if len(seen) < _CACHE_SIZE:
+                seen[v] = found
+            return found
         return date
     if t == NUMBER:
         scale = col.scale
@@ -243,6 +252,8 @@ def _field_converters(f, col: Column, codec: _Codec, fmt: TimeFormat | None,
     def slow(data: Any) -> Any:
         return to_trail(decode(data))
 
+    if f.date_format and f.usage == "DISPLAY":
+        return to_trail, slow, CALL  # the decoder keeps text as it is
     if not plain:
         return slow, slow, CALL
 
@@ -285,7 +296,10 @@ class FixedParser(ParserBase):
         self._header_text = tuple((g.index, g.start, g.end, g.text) for g in self._header_gets)
         self._table_slice = next(((g.start, g.end) for g in self._header_gets
                                   if g.index == self._table_field), None)
+        self._optype_slice = next(((g.start, g.end) for g in self._header_gets
+                                   if g.index == self._optype_field), None)
         self._by_slice: dict[str | bytes, _Plan] = {}
+        self._optypes: dict[str | bytes, str] = {}
         self._by_name: dict[str, _Plan] = {}
 
     # -- building --------------------------------------------------------------------------
@@ -314,6 +328,17 @@ class FixedParser(ParserBase):
                 raise
             raise PropertyError(error.reason, prop=error.prop, file=settings.file,
                                 line=settings.lines.get(error.prop or "")) from None
+        items = self._header_items
+        seqid = f.seqid if f.seqid is not None else (Field("id") if "id" in index else None)
+        self._getters = (
+            None if isinstance(seqid, SysSeqid) else items.seqid,
+            None if f.txid is None or isinstance(f.txid, SysTxid) else items.txid,
+            items.txind,
+            None if f.txname is None else items.txname,
+            None if f.txowner is None else items.txowner)
+        self._need_now = isinstance(ts, SysTs) or ts is None
+        optype = f.optype if f.optype is not None else Field("optype")
+        self._optype_field = index.get(optype.name) if isinstance(optype, Field) else None
         fields = [e for e in sources if isinstance(e, Field)]
         self._table_position = ", ".join(describe(e) for e in sources
                                          if isinstance(e, (Field, JmsProp)))
@@ -520,11 +545,23 @@ class FixedParser(ParserBase):
                     if len(self._by_slice) >= _CACHE_SIZE:
                         self._by_slice.clear()
                     self._by_slice[key] = plan
-            optype = items.optype(message, values)
-            op = Op(plan.table, optype, items.timestamp(message, values, time.time_ns() // 1000),
-                    items.seqid(message, values), items.txid(message, values),
-                    items.txind(message, values) if items.txind is not None else None,
-                    items.txname(message, values), items.txowner(message, values),
+            optype = None
+            if self._optype_slice is not None:
+                okey = body[self._optype_slice[0]:self._optype_slice[1]]
+                optype = self._optypes.get(okey)
+            if optype is None:
+                optype = items.optype(message, values)
+                if self._optype_slice is not None and len(self._optypes) < _CACHE_SIZE:
+                    self._optypes[okey] = optype
+            seqid, txid, txind, txname, txowner = self._getters
+            op = Op(plan.table, optype,
+                    items.timestamp(message, values,
+                                    time.time_ns() // 1000 if self._need_now else 0),
+                    seqid(message, values) if seqid is not None else None,
+                    txid(message, values) if txid is not None else None,
+                    txind(message, values) if txind is not None else None,
+                    txname(message, values) if txname is not None else None,
+                    txowner(message, values) if txowner is not None else None,
                     message_id=message.id)
         except MessageError as error:
             raise MessageError(error.reason, position=error.position or
