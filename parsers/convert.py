@@ -59,15 +59,20 @@ def _scaled_converter(scale: int, low: int, high: int) -> Converter:
     """Text → integer value × 10^scale, exact: extra fraction digits and overflow are errors."""
     factor = 10 ** scale
     frac_factor = [10 ** (scale - n) for n in range(scale + 1)]  # by fraction digit count
+    safe = len(str(high)) - 1 - scale  # unsigned texts this short cannot overflow
 
     def convert(text: str) -> int:
         if text.isascii() and text.isdigit():  # the common cases first: 123 and 123.45
             value = int(text) * factor
+            if len(text) <= safe:
+                return value
         else:
             whole, _, frac = text.partition(".")
             if (text.isascii() and whole.isdigit() and frac.isdigit()
                     and len(frac) <= scale):
                 value = int(whole) * factor + int(frac) * frac_factor[len(frac)]
+                if len(whole) <= safe:
+                    return value
             else:
                 negative, whole, frac = split_number(text)
                 frac = frac.rstrip("0")
