@@ -98,6 +98,18 @@ def _same(value: Any) -> Any:
     return value
 
 
+def _trimmed(getter: Callable[..., str | None], expr: Any) -> Callable[..., str | None]:
+    """A header field's value without the blanks that pad it to its width (txid, txname,
+    txowner); the seqid keeps its width."""
+    if not isinstance(expr, Field):
+        return getter
+
+    def trimmed(message: Message, values: Sequence[str | None]) -> str | None:
+        value = getter(message, values)
+        return value.rstrip(" ") if value is not None else None
+    return trimmed
+
+
 def _plan(table: Table, slots: Sequence[_Slot], end: int, odo: tuple[_Odo, ...] = ()) -> _Plan:
     if len(slots) != len(table.columns):
         raise DefinitionError(f"table {table.name}: {len(table.columns)} columns in the "
@@ -332,10 +344,11 @@ class FixedParser(ParserBase):
         seqid = f.seqid if f.seqid is not None else (Field("id") if "id" in index else None)
         self._getters = (
             None if isinstance(seqid, SysSeqid) else items.seqid,
-            None if f.txid is None or isinstance(f.txid, SysTxid) else items.txid,
+            None if f.txid is None or isinstance(f.txid, SysTxid) else
+            _trimmed(items.txid, f.txid),
             items.txind,
-            None if f.txname is None else items.txname,
-            None if f.txowner is None else items.txowner)
+            None if f.txname is None else _trimmed(items.txname, f.txname),
+            None if f.txowner is None else _trimmed(items.txowner, f.txowner))
         self._need_now = isinstance(ts, SysTs) or ts is None
         optype = f.optype if f.optype is not None else Field("optype")
         self._optype_field = index.get(optype.name) if isinstance(optype, Field) else None

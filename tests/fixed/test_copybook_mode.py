@@ -438,3 +438,22 @@ def test_binary_packed_and_zoned_values_are_exact(bin_parsers, acct, bal, limit,
     (op,) = bin_parsers[encoding].parse(msg(body))
     after = op.after
     assert [after[1], after[3], after[4], after[5]] == [acct, bal, limit, delta]
+
+
+def test_header_field_items_lose_their_padding_but_seqid_keeps_its_width(make):
+    cpy = """\
+       01  H.
+           05  OP      PIC X.
+           05  SEQ     PIC X(6).
+           05  TX      PIC X(8).
+           05  WHO     PIC X(8).
+       01  T.
+           05  V       PIC X(2).
+"""
+    props = ("parser.type=fixed\nfixed.schematype=copybook\nfixed.copybook=t.cpy\n"
+             "fixed.header=H\nfixed.optype=OP\nfixed.table=$T\nfixed.schema=S\n"
+             "fixed.seqid=SEQ\nfixed.txid=TX\nfixed.txname=WHO\nfixed.txowner=WHO\n")
+    parser = make(props, t__cpy=cpy)
+    (op,) = parser.parse(msg("I  42  TX-7    jsmith  ab", T="T"))
+    assert (op.seqid, op.txid, op.txname, op.txowner) == ("  42  ", "TX-7", "jsmith", "jsmith")
+    assert op.after == ["ab"]
