@@ -98,12 +98,12 @@ class TrailWriter:
 
     __slots__ = ("_broken", "_buf", "_buflen", "_fd", "_file", "_head", "_header_len",
                  "_open_tx", "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder",
-                 "extract", "last_audit_pos", "last_seqid", "last_txid", "limit", "path",
+                 "extract", "header_path", "last_audit_pos", "last_seqid", "last_txid", "limit", "path",
                  "seqlen", "sync", "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
                  byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
-                 uri: str | None = None) -> None:
+                 uri: str | None = None, header_path: str | None = None) -> None:
         if seqlen not in (6, 9):
             raise ValueError(f"seqlen {seqlen} (expected 6 or 9)")
         if not 1 <= megabytes <= 2000:
@@ -115,6 +115,8 @@ class TrailWriter:
         self.limit = megabytes * 1024 * 1024
         self.extract = extract
         self.uri = uri if uri is not None else default_uri(extract)
+        # the prefix file headers name: ``msgcap batch`` writes trail.path's files elsewhere
+        self.header_path = header_path if header_path is not None else path
         self.encoder = TrailEncoder(byteorder)
         self._head = layout_for(byteorder).head.unpack_from
         self._fd: int | None = None
@@ -232,7 +234,8 @@ class TrailWriter:
         except FileExistsError:
             raise TrailError("next trail file already exists; not overwriting it",
                              file=path) from None
-        header = encode_file_header(byteorder=self.byteorder, seqno=seqno, file_name=path,
+        name = trail_file_name(self.header_path, seqno, self.seqlen)
+        header = encode_file_header(byteorder=self.byteorder, seqno=seqno, file_name=name,
                                     uri=self.uri, extract=self.extract,
                                     created_us=time.time_ns() // 1000, version=__version__)
         self._fd, self._seqno, self._file = fd, seqno, path
