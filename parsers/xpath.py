@@ -475,6 +475,9 @@ class SafeXml:
     def parse(self, body: str | bytes) -> Doc:
         """The document of one message body; refusals and syntax errors are MessageErrors."""
         if isinstance(body, str):
+            if len(body) > self.maxbytes:  # UTF-8 takes at least a byte per character
+                raise MessageError(f"XML document of more than {self.maxbytes} bytes exceeds "
+                                   f"xml.maxbytes={self.maxbytes}", position="xml.maxbytes")
             data, parser = body.encode("utf-8"), self._text_parser
         else:
             data, parser = bytes(body), self._bytes_parser

@@ -61,8 +61,10 @@ def test_undefined_entity_is_malformed():
 def test_maxbytes():
     SafeXml(maxbytes=20).parse("<a>" + "x" * 13 + "</a>")
     with pytest.raises(MessageError, match=r"21 bytes exceeds xml.maxbytes=20") as info:
-        SafeXml(maxbytes=20).parse("<a>" + "x" * 14 + "</a>")
+        SafeXml(maxbytes=20).parse(("<a>" + "x" * 14 + "</a>").encode())
     assert info.value.position == "xml.maxbytes"
+    with pytest.raises(MessageError, match=r"more than 20 bytes exceeds xml.maxbytes=20"):
+        SafeXml(maxbytes=20).parse("<a>" + "x" * 14 + "</a>")
 
 
 def test_maxbytes_counts_utf8_bytes_of_text():
