@@ -74,3 +74,20 @@ def test_replay_bad_message_abends_with_a_clear_error(home):
     assert "dyncolrule.index (@index)" in done.stderr
     assert "column 'col1' is index 1 of MY.TABLE, not 0" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_replay_discard_policy_writes_the_position(home):
+    prop = home / "dirprm" / "mytable.properties"
+    prop.write_text(prop.read_text() + "error.policy=discard\nerror.file=dirrpt/xml.dsc\n")
+    good = (home / "messages" / "mytable.jsonl").read_text().splitlines()
+    bad = json.dumps({"id": "bad-2", "headers": {"SEQNO": "0000000003"},
+                      "body": "<transaction><operation"})
+    (home / "messages" / "mixed.jsonl").write_text("\n".join([good[0], bad, good[1]]) + "\n")
+    done = msgcap(home, "replay", "--prop", "dirprm/mytable.properties",
+                  "messages/mixed.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "discarded 1" in done.stdout
+    [entry] = [json.loads(line) for line in (home / "dirrpt" / "xml.dsc").read_text().splitlines()]
+    assert entry["position"].startswith("line 1, column")
+    assert "malformed XML" in entry["error"]
+    assert entry["message"]["id"] == "bad-2"
