@@ -91,3 +91,13 @@ def test_replay_discard_policy_writes_the_position(home):
     assert entry["position"].startswith("line 1, column")
     assert "malformed XML" in entry["error"]
     assert entry["message"]["id"] == "bad-2"
+
+
+def test_run_consumes_the_spool_directory(home):
+    done = msgcap(home, "run", "--prop", "dirprm/mytable.properties", "--max-idle", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert "transactions 2  operations 2" in done.stdout
+    assert sorted(p.name for p in (home / "dirspool" / "mytable" / ".done").iterdir()) == [
+        "0001.msg.json", "0002.msg.json"]
+    recs = records(home, "dirdat/my000000000")
+    assert [r["tokens"]["VAMSEQID"] for r in recs] == ["0000000001", "0000000002"]
