@@ -4,8 +4,9 @@ Every message goes through the one ``Pipeline`` (ids, parser, assembler, writer,
 This loop adds what only a live source needs:
 
 * **Group commit** (``trail.sync``, properties.md §10.1): transactions are written as they
-  complete; a group ends when no message is ready, at 1000 transactions, or 200 ms after its first
-  one (``transaction``: after every transaction). At the end of a group the trail (and archive) is
+  complete; a group ends when no message is ready, at 1000 transactions, 200 ms after its first
+  one, or when half the broker's prefetch window waits for it (``transaction``: after every
+  transaction). At the end of a group the trail (and archive) is
   flushed and fsynced, the checkpoint replaced, and only then are the group's messages
   acknowledged. A message held by an open transaction is released with that transaction.
 * **Redelivery**: when the broker connection was lost, whatever is written is made durable and
@@ -172,9 +173,11 @@ class Capture:
         now = self._clock()
         if self._group_first is None:
             self._group_first = now
+        window = self.source.window
         if ((self.sync == "transaction" and result.written)
                 or self._group_txs >= GROUP_TRANSACTIONS
-                or now - self._group_first >= GROUP_SECONDS):
+                or now - self._group_first >= GROUP_SECONDS
+                or (window is not None and len(self._done) + len(self._discarded) >= window)):
             self._flush()
 
     def _count_bytes(self, position: Any) -> None:

@@ -1,7 +1,7 @@
 """``<checkpoint.dir>/<trail.extract>.cpj`` (properties.md §10.2): where the last durable group ends.
 
 The trail is the source of truth; the checkpoint is written atomically (temporary file, fsync,
-rename, fsync of the directory) after every durable group and serves two purposes on start: the
+rename) after every durable group and serves two purposes on start: the
 trail writer refuses a trail that ends before the checkpointed durable position (damage, never
 truncated), and the last message id fixes the id width and the floor of ``time`` ids.
 """
@@ -74,12 +74,9 @@ class CheckpointFile:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            # No fsync of the directory: a lost rename leaves the previous, older checkpoint,
+            # which is still a correct (if less precise) damage check; the trail is the truth.
             os.replace(tmp, self.path)
-            dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
         except OSError as exc:
             raise TrailError(f"cannot write the checkpoint: {exc.strerror}",
                              file=self.path) from None

@@ -38,6 +38,9 @@ class Source(ABC):
     """A live message source: STOMP broker or spool directory."""
 
     url: str = ""
+    # How many consumed messages may wait for durability before the capture should end its commit
+    # group (a broker stops delivering at its prefetch limit); None: no limit.
+    window: int | None = None
 
     @property
     def connected(self) -> bool:

@@ -1,10 +1,12 @@
 """The STOMP source (properties.md §8): ActiveMQ over stomp.py, exactly-once friendly.
 
-* ``ack: client-individual`` and nothing is acknowledged before the trail is durable. Consumed
-  messages are ACKed *inside a STOMP transaction* as soon as the pipeline has them (``hold``), which
-  makes ActiveMQ widen the prefetch window without consuming them; the transaction is COMMITted
-  only when every message in it is durable (``ack``). A lost connection aborts it on the broker, so
-  everything not durable comes back.
+* ``ack: client-individual`` and nothing is acknowledged before the trail is durable: ``ack``
+  sends one ACK per durable message. When more than half of ``jms.prefetch`` messages are held
+  (a transaction spanning many messages), they are ACKed *inside a STOMP transaction* instead,
+  which makes ActiveMQ widen the prefetch window without consuming them; that transaction is
+  COMMITted once every message in it is durable. (Not used for every message: ActiveMQ 5.17
+  stops dispatching after some thousands of small STOMP transactions on one subscription.)
+  A lost connection aborts it on the broker, so everything not durable comes back.
 * stomp.py's receiver thread only records: a frame becomes a ``Message`` on a queue, a lost
   connection becomes a marker on the same queue. Reconnecting (next ``jms.url`` entry, ``Backoff``)
   and re-subscribing happen in ``receive`` on the capture thread, which then raises ``Redelivery``.
@@ -154,7 +156,13 @@ class StompSource(Source):
         self._epoch = 0
         self._connected_epoch = -1
         self._next_endpoint = 0
-        # STOMP transactions holding ACKs, oldest first: [name, held, released, sealed].
+        # Held (consumed, not durable) messages not ACKed yet, by ack id, in order; beyond
+        # ``_overflow`` of them they are ACKed inside a STOMP transaction (``_in_tx``).
+        self._unsent: dict[str, None] = {}
+        self._overflow = max(1, prefetch * 3 // 4)
+        self.window = max(1, prefetch // 2)
+        self._in_tx: dict[str, list[Any]] = {}
+        # Those transactions, oldest first: [name, held, released, sealed].
         self._txs: deque[list[Any]] = deque()
         self._tx_count = 0
         self.endpoint: Endpoint | None = None
@@ -256,6 +264,8 @@ class StompSource(Source):
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
         self._txs.clear()  # the broker aborts them with the connection
+        self._in_tx.clear()
+        self._unsent.clear()
         if conn is not None:
             _quiet_disconnect(conn)
         while True:  # what is queued came over the old connection and will be redelivered
@@ -300,6 +310,14 @@ class StompSource(Source):
         epoch, ack_id = message.ack
         if epoch != self._epoch or self._conn is None:
             return
+        self._unsent[ack_id] = None
+        if len(self._unsent) >= self._overflow:
+            self._hold_in_transaction()
+
+    def _hold_in_transaction(self) -> None:
+        """ACK the held messages inside a STOMP transaction: the broker widens the prefetch
+        window for them (a transaction spanning more messages than ``jms.prefetch`` would
+        otherwise stall) but consumes them only at COMMIT, after they are durable."""
         try:
             if not self._txs or self._txs[-1][3]:
                 self._tx_count += 1
@@ -307,8 +325,11 @@ class StompSource(Source):
                 self._conn.begin(name)
                 self._txs.append([name, 0, 0, False])
             tx = self._txs[-1]
-            self._conn.ack(ack_id, transaction=tx[0])
-            tx[1] += 1
+            for ack_id in self._unsent:
+                self._conn.ack(ack_id, transaction=tx[0])
+                self._in_tx[ack_id] = tx
+            tx[1] += len(self._unsent)
+            self._unsent.clear()
         except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
             self._lost_while_sending(exc)
 
@@ -317,18 +338,22 @@ class StompSource(Source):
             self._txs[-1][3] = True
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
-        # Messages are released in the order they were held, except within the open (unsealed)
-        # transaction, so counting them off oldest-first attributes each to its transaction.
-        n = sum(1 for m in (*done, *discarded) if m.ack[0] == self._epoch)
-        for tx in self._txs:
-            if n <= 0:
-                break
-            take = min(tx[1] - tx[2], n)
-            tx[2] += take
-            n -= take
+        # Plain client-individual ACKs for the usual case; a message already ACKed inside a
+        # transaction is released there, and a sealed transaction commits once all are.
+        epoch, conn = self._epoch, self._conn
         try:
+            for message in (*done, *discarded):
+                m_epoch, ack_id = message.ack
+                if m_epoch != epoch or conn is None:
+                    continue
+                tx = self._in_tx.pop(ack_id, None)
+                if tx is not None:
+                    tx[2] += 1
+                    continue
+                self._unsent.pop(ack_id, None)
+                conn.ack(ack_id)
             while self._txs and self._txs[0][3] and self._txs[0][2] >= self._txs[0][1]:
-                self._conn.commit(self._txs.popleft()[0])
+                conn.commit(self._txs.popleft()[0])
         except Exception as exc:  # noqa: BLE001
             self._lost_while_sending(exc)
 

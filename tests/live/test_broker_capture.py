@@ -1,0 +1,20 @@
+"""``msgcap send`` and ``msgcap run`` against the real ActiveMQ broker (session fixture)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.broker
+
+
+def test_send_then_run_captures_everything_in_order(work, broker, queue) -> None:
+    work.properties(jms_url=broker.url, jms_destination=queue)
+    dump = work.dump("in.jsonl", [work.body(i) for i in range(1, 201)])
+    sent = work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
+    assert "sent 200 messages" in sent.stdout
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 200" in done.stdout
+    assert [s for s, _, _ in work.trail()] == [f"{i:010d}" for i in range(1, 201)]
+    # all acknowledged: a second run finds nothing
+    again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 0" in again.stdout
