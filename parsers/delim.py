@@ -21,7 +21,7 @@ from gendef.model import Definitions, Table
 from parsers.base import ParserBase
 from parsers.convert import Converter, build_converter
 from parsers.model import DELETE, INSERT, MISSING, TRUNCATE, Message, Op
-from parsers.timefmt import compile_format
+from parsers.timefmt import TimeFormat, compile_format
 from parsers.values import FieldIndex, compile_items
 from props.errors import MessageError, PropertyError
 from props.expr import SysSeqid, SysTxid
@@ -253,7 +253,13 @@ class DelimParser(ParserBase):
         self._afterfirst, self._grouped = d.afterfirst, d.isgrouped
         self._k = 1 + d.hasnames + d.hasbefores
         self._dateformats = d.dateformats
-        self._formats: dict[str | None, Any] = {}
+        # every configured date format compiles now, so a bad one stops at start
+        self._formats: dict[str | None, TimeFormat] = {None: compile_format(None, date_only=True)}
+        for suffix, fmt in (("", d.dateformats.default), *(
+                (f".{name}", fmt) for name, fmt in d.dateformats.by_name.items())):
+            if fmt is not None and fmt not in self._formats:
+                self._formats[fmt] = compile_format(fmt, date_only=True,
+                                                    prop=f"delim.dateformat{suffix}")
         self._plans: dict[str, _TablePlan] = {}
         self._record = self._record_function(d)
 
@@ -267,12 +273,8 @@ class DelimParser(ParserBase):
         if plan is None:
             converters = []
             for col in table.columns:
-                fmt = self._dateformats.lookup(table.name, col.name)
-                compiled = self._formats.get(fmt)
-                if compiled is None:
-                    compiled = self._formats[fmt] = compile_format(
-                        fmt, date_only=True, prop=f"delim.dateformat for {table.name}")
-                converters.append(build_converter(col, compiled, table=table.name))
+                fmt = self._formats[self._dateformats.lookup(table.name, col.name)]
+                converters.append(build_converter(col, fmt, table=table.name))
             keys = table.key_indexes
             plan = _TablePlan(table, tuple(converters),
                               tuple(c.name.upper() for c in table.columns), keys,

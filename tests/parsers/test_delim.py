@@ -409,5 +409,7 @@ def test_unsupported_column_type_stops_with_a_definition_error():
 def test_build_errors_name_the_property():
     with pytest.raises(PropertyError, match="delim.optype"):
         parser(props=SALES_PROPS.replace("optype,schemaandtable", "op,schemaandtable"))
-    with pytest.raises(PropertyError, match="delim.dateformat"):
-        parser("delim.dateformat=MM-DD\n").parse(Message("m", body=MESSAGE_1))
+    with pytest.raises(PropertyError, match="delim.dateformat: date format 'MM-DD': no year"):
+        parser("delim.dateformat=MM-DD\n")
+    with pytest.raises(PropertyError, match=r"delim.dateformat.SALES.X.Y: "):
+        parser("delim.dateformat.SALES.X.Y=YYYY F10\n")
