@@ -482,8 +482,8 @@ class SafeXml:
         else:
             data, parser = bytes(body), self._bytes_parser
         if len(data) > self.maxbytes:
-            raise MessageError(f"XML document of {len(data)} bytes exceeds xml.maxbytes={self.maxbytes}",
-                               position="xml.maxbytes")
+            raise MessageError(f"XML document of {len(data)} bytes exceeds "
+                               f"xml.maxbytes={self.maxbytes}", position="xml.maxbytes")
         try:
             root = etree.fromstring(data, parser)
         except etree.XMLSyntaxError as exc:

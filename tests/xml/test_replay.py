@@ -17,7 +17,8 @@ EXAMPLES = ROOT / "examples" / "xml"
 
 def msgcap(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "msgcap.cli", *args], cwd=cwd, env=env, check=False,
+    return subprocess.run([sys.executable, "-m", "msgcap.cli", *args], cwd=cwd, env=env,
+                          check=False,
                           capture_output=True, text=True, timeout=120)
 
 

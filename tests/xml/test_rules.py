@@ -65,7 +65,7 @@ def dynamic():
     return build(DYNAMIC)
 
 
-# -- the documented examples ------------------------------------------------------------------------
+# -- the documented examples -----------------------------------------------------------------------
 
 def test_dynamic_insert(dynamic):
     [op] = dynamic.parse(msg(dyn(("MY.TABLE", "I", [column("keycol", 0, "keyval"),
@@ -103,8 +103,8 @@ def test_delete_uses_before_values(dynamic):
 
 
 def test_after_value_selecting_nothing_is_null(dynamic):
-    [op] = dynamic.parse(msg(dyn(("MY.TABLE", "I", [column("keycol", after="k"),
-                                                    "<column name='col1'><aftervalue/></column>"]))))
+    empty = "<column name='col1'><aftervalue/></column>"
+    [op] = dynamic.parse(msg(dyn(("MY.TABLE", "I", [column("keycol", after="k"), empty]))))
     assert op.after == ["k", None]
 
 
@@ -142,7 +142,7 @@ c1.value=@v
     assert op.after == ["a", "b"]
 
 
-# -- sources of transaction and operation properties ------------------------------------------------
+# -- sources of transaction and operation properties -----------------------------------------------
 
 SOURCES = """xml.rules=t
 t.type=tx
@@ -297,7 +297,7 @@ k.value=@k
     assert [op.txid for op in ops] == ["0001", "0001"]
 
 
-# -- transactions (§6.4) ----------------------------------------------------------------------------
+# -- transactions (§6.4) --------------------------------------------------------------------------
 
 MULTI = """xml.rules=t
 t.type=tx
@@ -408,7 +408,7 @@ def test_no_rule_matching_is_a_message_error():
     assert info.value.source == "m-7"
 
 
-# -- column rules -------------------------------------------------------------------------------------
+# -- column rules ----------------------------------------------------------------------------------
 
 COLS = """xml.rules=o
 o.type=op
@@ -559,7 +559,7 @@ def test_limits_come_from_the_properties():
         p.parse(msg("<transaction><a><b><c/></b></a></transaction>"))
 
 
-# -- build-time errors --------------------------------------------------------------------------------
+# -- build-time errors -----------------------------------------------------------------------------
 
 def test_invalid_xpath_names_rule_and_property():
     with pytest.raises(PropertyError, match=r"test\.properties:\d+: dyncolrule\.after\.value: "
@@ -599,7 +599,7 @@ def test_parser_checks_rule_shapes():
     assert XmlParser(XmlSettings(rules=(op,)), defs()).parse(msg("<a>v</a>"))[0].after[0] == "v"
 
 
-# -- pickling -------------------------------------------------------------------------------------------
+# -- pickling --------------------------------------------------------------------------------------
 
 def test_parser_pickles_by_rebuilding(dynamic):
     clone = pickle.loads(pickle.dumps(dynamic))
