@@ -11,7 +11,14 @@ without ``txind``, form one transaction. When one message yields several transac
 them with span operations (``txind``), the parser marks each transaction's boundaries in
 ``Op.txind`` (TX_WHOLE for a one-operation transaction, else TX_BEGIN, TX_MIDDLE…, TX_END), so
 that the assembler sees them even when txids are ``*txid``. A message with one transaction and
-no span rule leaves ``txind`` None (one transaction per message).
+no span rule leaves ``txind`` None (one transaction per message). When an op rule sets ``seqid``
+and no txid is set on it or above, the transaction's txid is its first operation's seqid
+(§6.2); span rules keep ``*txid`` then.
+
+A top-level rule without ``match`` (and relative expressions of top-level rules) work from the
+root element. Images (§3.6): inserts get the after image; updates the after image, plus the
+before image when some column rule has ``before.*`` and it yields a value; deletes the before
+image, from ``before.*``/``value`` or, for column rules that have only ``after.*``, from those.
 """
 
 from __future__ import annotations
