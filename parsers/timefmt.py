@@ -183,15 +183,6 @@ class TimeFormat:
                                         f":{hour:02d}:{minute:02d}:{second:02d}")
         return found
 
-    def fields(self, text: str) -> tuple[int, int, int, int, int, int, str]:
-        """(year, month, day, hour, minute, second, fraction digits) of a value, validated."""
-        g = self._groups(text)
-        day_text = self._date(g, text)[1]
-        time_text = self._time(g, text)[1]
-        frac = (g[self._frac] or "") if self._frac is not None else ""
-        return (int(day_text[:4]), int(day_text[5:7]), int(day_text[8:]), int(time_text[1:3]),
-                int(time_text[4:6]), int(time_text[7:]), frac)
-
     def parse(self, text: str) -> tuple[int, int]:
         """(microseconds since 1970-01-01 UTC, fraction of the second in nanoseconds)."""
         g = self._groups(text)
