@@ -92,13 +92,13 @@ class TimeFormat:
     fraction per value.
     """
 
-    __slots__ = ("_date_key", "_date_only", "_dates", "_frac", "_index", "_match", "_time_key",
-                 "_times", "_values", "text")
+    __slots__ = ("_date_key", "_date_only", "_dates", "_fmt", "_frac", "_index", "_match",
+                 "_time_key", "_times", "_values", "text")
 
     def __init__(self, fmt: str | None = None, *, date_only: bool = False,
                  prop: str | None = None) -> None:
         """``date_only``: the default form also accepts a bare date (DATETIME columns)."""
-        self._date_only = date_only
+        self._fmt, self._date_only = fmt, date_only
         if fmt is None:
             self.text = DEFAULT_FORMAT_TEXT
             pattern = _DEFAULT_TIME + ("?" if date_only else "")
@@ -134,8 +134,7 @@ class TimeFormat:
         return f"TimeFormat({self.text!r})"
 
     def __reduce__(self):
-        text = None if self.text == DEFAULT_FORMAT_TEXT else self.text
-        return (_rebuild, (text, self._date_only))
+        return (_rebuild, (self._fmt, self._date_only))
 
     def _groups(self, text: str) -> tuple[str | None, ...]:
         m = self._match(text)

@@ -4,6 +4,8 @@ import pickle
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gendef.defgen import parse_defs
 from parsers.base import Parser, build_parser
@@ -413,3 +415,27 @@ def test_build_errors_name_the_property():
         parser("delim.dateformat=MM-DD\n")
     with pytest.raises(PropertyError, match=r"delim.dateformat.SALES.X.Y: "):
         parser("delim.dateformat.SALES.X.Y=YYYY F10\n")
+
+
+def quoted(text: str) -> str:
+    if text in ("", "NULL") or any(c in text for c in ',"\n\r') or text.startswith('"'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+VALUE = st.text(alphabet='ab ,"\n\rNUL$é', max_size=10)
+
+
+@given(st.lists(st.tuples(VALUE, st.one_of(st.none(), st.text(alphabet='x,"', max_size=2))),
+                min_size=1, max_size=5))
+def test_any_text_round_trips_through_quoting(rows):
+    """Whatever the text, quoting it the csv way and parsing gives it back (NULL apart)."""
+    body = "\n".join(f"I,SALES.NOTES,2024-03-01 10:15:30,W,{i},{quoted(txt)},"
+                     f"{'NULL' if code is None else quoted(code)}"
+                     for i, (txt, code) in enumerate(rows))
+    ops = PARSER.parse(Message("m", body=body))
+    assert [op.after for op in ops] == [
+        [txt, None if code is None else code.ljust(2)] for txt, code in rows]
+
+
+PARSER = parser()
