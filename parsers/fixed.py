@@ -312,6 +312,7 @@ class FixedParser(ParserBase):
                                    if g.index == self._optype_field), None)
         self._by_slice: dict[str | bytes, _Plan] = {}
         self._optypes: dict[str | bytes, str] = {}
+        self._fast = self._compile_fast()
         self._by_name: dict[str, _Plan] = {}
 
     # -- building --------------------------------------------------------------------------
@@ -504,10 +505,54 @@ class FixedParser(ParserBase):
 
     def parse(self, message: Message) -> list[Op]:
         try:
-            return [self._parse(message)]
+            op = self._fast(message)
+            return [op if op is not None else self._parse(message)]
         except MessageError as error:
             raise MessageError(error.reason, source=message.name,
                                position=error.position) from None
+
+    def _compile_fast(self) -> Callable[[Message], Op | None]:
+        """The common case in one closure: an ASCII text body of exactly its record's length
+        whose table and optype texts were seen before. Anything else (and any error) returns
+        None, and ``_parse`` does the full work, caches included."""
+        if self._table_slice is None or self._optype_slice is None:
+            return lambda message: None
+        (ta, tb), (oa, ob) = self._table_slice, self._optype_slice
+        by_slice, optypes = self._by_slice, self._optypes
+        header_text, nheader = self._header_text, self._nheader
+        timestamp = self._header_items.timestamp
+        seqid, txid, txind, txname, txowner = self._getters
+        need_now = self._need_now
+
+        def fast(message: Message) -> Op | None:
+            body = message.body
+            if body.__class__ is not str or not body.isascii():
+                return None
+            plan = by_slice.get(body[ta:tb])
+            optype = optypes.get(body[oa:ob])
+            if plan is None or optype is None or len(body) != plan.end or plan.odo:
+                return None
+            values: list[Any] = [None] * nheader
+            for i, a, b, text in header_text:
+                values[i] = body[a:b] if text is None else text(body[a:b])
+            try:
+                image = plan.ascii_image(body)
+                op = Op(plan.table, optype,
+                        timestamp(message, values, time.time_ns() // 1000 if need_now else 0),
+                        seqid(message, values) if seqid is not None else None,
+                        txid(message, values) if txid is not None else None,
+                        txind(message, values) if txind is not None else None,
+                        txname(message, values) if txname is not None else None,
+                        txowner(message, values) if txowner is not None else None,
+                        message_id=message.id)
+            except MessageError:
+                return None
+            if optype == DELETE:
+                op.before = image
+            else:
+                op.after = image
+            return op
+        return fast
 
     def _lookup(self, name: str) -> _Plan:
         table = self.definitions.get(name)

@@ -457,3 +457,20 @@ def test_header_field_items_lose_their_padding_but_seqid_keeps_its_width(make):
     (op,) = parser.parse(msg("I  42  TX-7    jsmith  ab", T="T"))
     assert (op.seqid, op.txid, op.txname, op.txowner) == ("  42  ", "TX-7", "jsmith", "jsmith")
     assert op.after == ["ab"]
+
+
+def test_repeated_tables_take_the_same_results_and_errors(retail):
+    """Once a table and optype are known, later messages take a shortcut: same results,
+    same located errors."""
+    first = [retail.parse(msg(b, f"a{i}"))[0] for i, b in enumerate(RETAIL_MESSAGES * 2)]
+    again = [retail.parse(msg(b, f"a{i}"))[0] for i, b in enumerate(RETAIL_MESSAGES * 2)]
+    for x, y in zip(first, again, strict=True):
+        assert (x.table, x.optype, x.timestamp, x.seqid, x.after, x.before) == (
+            y.table, y.optype, y.timestamp, y.seqid, y.after, y.before)
+    bad = RETAIL_MESSAGES[0][:39 + 38] + "0001X5000" + RETAIL_MESSAGES[0][39 + 47:]
+    error = error_of(retail, bad, id="late")
+    assert (error.source, error.position) == ("late", "field BALANCE (offset 77, length 9)")
+    bad_ts = "2024-13-01" + RETAIL_MESSAGES[0][10:]
+    assert "fixed.timestamp" in str(error_of(retail, bad_ts))
+    accented = RETAIL_MESSAGES[0].replace("ACME TRADING", "ÀCME TRADING")
+    assert retail.parse(msg(accented))[0].after[2] == "ÀCME TRADING".ljust(30)
