@@ -6,8 +6,9 @@ table, then each column at header length + Fetch Offset over its External Length
 sourcedefs.md §5). Everything is compiled when the parser is built: one plan per table with the
 absolute slice and the converter of every trail column, the header's unused fields leading
 (sourcedefs.md §7.1, decided by ``gendef.build.used_header_fields`` so that the parser and gendef
-agree). Per message: slice the header fields the items read, pick the plan, then one list
-comprehension of ``convert(body[start:end])``.
+agree). Per message: slice the header fields the items read, pick the plan (cached by the text
+of the table field), then slice and convert every column — for ASCII text in one generated
+function per table, otherwise one ``convert(body[start:end])`` per column.
 
 Text bodies are characters; byte bodies are read in ``fixed.encoding``: per field in copybook mode
 (binary and packed fields come from the raw bytes, decoders of ``parsers.decoders``), the whole
@@ -183,7 +184,8 @@ def _column_converter(col: Column, fmt: TimeFormat | None, table: str) -> tuple[
     def trimmed(text: str) -> Any:
         text = text.strip()
         return convert(text) if text else None  # an all-blank number or date is NULL
-    return trimmed, DIGITS if col.type_code == NUMBER and col.scale == 0 else CALL
+    fast = col.type_code == NUMBER and col.scale == 0 and col.external_length <= 18
+    return trimmed, DIGITS if fast else CALL
 
 
 def _trail_value(col: Column, fmt: TimeFormat | None, digits: int, table: str) -> Convert:
