@@ -13,7 +13,7 @@ import csv
 import io
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from parsers.model import DELETE, INSERT, MISSING, TRUNCATE, Message, Op
 from parsers.timefmt import TimeFormat, compile_format
 from parsers.values import FieldIndex, compile_items
 from props.errors import MessageError, PropertyError
-from props.expr import SysSeqid, SysTxid
+from props.expr import SysSeqid, SysTs, SysTxid
 from props.settings import DelimSettings, Settings
 
 Record = list[str | None]
@@ -42,6 +42,7 @@ class Dialect:
         "_csv_args",
         "_escape_re",
         "_escapes",
+        "_plain_escapes",
         "_scan_escapes",
         "_token",
         "crlf",
@@ -87,6 +88,7 @@ class Dialect:
         # str.split: a body holding one of them takes the tokenizer.
         delimiter_chars = set(fielddelim) | set(linedelim) | set(quote)
         self._scan_escapes = tuple(s for s in ordered if set(s) & delimiter_chars)
+        self._plain_escapes = tuple(s for s in ordered if s not in self._scan_escapes)
         self._always_scan = linedelim in fielddelim
         # csv.reader (C speed) reads quoted bodies of the classic form (see _csv_rows)
         classic = (len(fielddelim) == 1 and len(quote) == 1 and linedelim == "\n"
@@ -117,9 +119,9 @@ class Dialect:
                    fielddelim_escaped=d.fielddelim_escaped, linedelim_escaped=d.linedelim_escaped,
                    quote_escaped=d.quote_escaped, nullindicator_escaped=d.nullindicator_escaped)
 
-    def _unescaper(self, body: str) -> Callable[[str], str] | None:
+    def _unescaper(self, body: str, candidates: Iterable[str]) -> Callable[[str], str] | None:
         """Replaces the escapes that occur in ``body`` (None when none does)."""
-        present = [seq for seq in self._escapes if seq in body]
+        present = [seq for seq in candidates if seq in body]
         if not present:
             return None
         if len(present) == 1:
@@ -153,7 +155,9 @@ class Dialect:
             rows = [line.split(fd) if line else [] for line in lines]
         null = self.nullindicator
         null_text = "" if null is None else null
-        unescape = self._unescaper(body)
+        # escapes sharing a delimiter character are absent here (else: the tokenizer)
+        plain = self._plain_escapes
+        unescape = self._unescaper(body, plain) if plain else None
         records: list[Record] = []
         for values in rows:
             if null_text in values:
@@ -184,7 +188,7 @@ class Dialect:
         """The general path: quotes, and escapes that contain delimiter characters."""
         match, fd, quote = self._token.match, self.fielddelim, self.quote
         null_text = "" if self.nullindicator is None else self.nullindicator
-        unescape = self._unescaper(body)
+        unescape = self._unescaper(body, self._escapes)
         records: list[Record] = []
         record: Record = []
         pos, end = 0, len(body)
@@ -262,6 +266,8 @@ class DelimParser(ParserBase):
                                                     prop=f"delim.dateformat{suffix}")
         self._plans: dict[str, _TablePlan] = {}
         self._record = self._record_function(d)
+        self._needs_now = isinstance(d.timestamp, SysTs) or (
+            d.timestamp is None and "timestamp" not in fields)
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -293,7 +299,7 @@ class DelimParser(ParserBase):
             except UnicodeDecodeError as error:
                 raise MessageError(f"body is not UTF-8 text ({error.reason} at byte "
                                    f"{error.start})", source=message.name) from None
-        now = time.time_ns() // 1000
+        now = time.time_ns() // 1000 if self._needs_now else 0
         try:
             records = self._dialect.split(body)
         except MessageError as error:

@@ -13,15 +13,31 @@ from props.errors import MessageError
 from props.settings import OptypeValues, TxindValues
 
 
+def optype_codes(values: OptypeValues) -> dict[str, str]:
+    """Configured text → 'I', 'U', 'D' or 'T' (exact text; the mapper also trims)."""
+    codes = {values.insert: INSERT, values.update: UPDATE, values.delete: DELETE}
+    if values.truncate is not None:
+        codes[values.truncate] = TRUNCATE
+    return codes
+
+
+def txind_codes(values: TxindValues) -> dict[str, int]:
+    """Configured text → TX_BEGIN, TX_MIDDLE, TX_END or TX_WHOLE (exact text)."""
+    codes: dict[str, int] = {}
+    for code, texts in ((TX_BEGIN, values.begin), (TX_MIDDLE, values.middle),
+                        (TX_END, values.end), (TX_WHOLE, values.whole)):
+        for text in texts:
+            codes.setdefault(text, code)
+    return codes
+
+
 def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
     """Text (trimmed, case-sensitive) → 'I', 'U', 'D' or 'T'; anything else is an error."""
-    table = {values.insert: INSERT, values.update: UPDATE, values.delete: DELETE}
-    if values.truncate is not None:
-        table[values.truncate] = TRUNCATE
-    expected = ", ".join(repr(v) for v in table)
+    codes = optype_codes(values)
+    expected = ", ".join(repr(v) for v in codes)
 
     def optype(text: str) -> str:
-        found = table.get(text) or table.get(text.strip())
+        found = codes.get(text) or codes.get(text.strip())
         if found is None:
             raise MessageError(f"optype value {text!r} is not one of {expected}")
         return found
@@ -30,17 +46,13 @@ def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
 
 def txind_mapper(values: TxindValues) -> Callable[[str], int]:
     """Text (trimmed) → TX_BEGIN, TX_MIDDLE, TX_END or TX_WHOLE; anything else is an error."""
-    table: dict[str, int] = {}
-    for code, texts in ((TX_BEGIN, values.begin), (TX_MIDDLE, values.middle),
-                        (TX_END, values.end), (TX_WHOLE, values.whole)):
-        for text in texts:
-            table.setdefault(text, code)
-    expected = ", ".join(repr(v) for v in table)
+    codes = txind_codes(values)
+    expected = ", ".join(repr(v) for v in codes)
 
     def txind(text: str) -> int:
-        found = table.get(text)
+        found = codes.get(text)
         if found is None:
-            found = table.get(text.strip())
+            found = codes.get(text.strip())
             if found is None:
                 raise MessageError(f"txind value {text!r} is not one of {expected}")
         return found

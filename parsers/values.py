@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from parsers.opmap import optype_mapper, txind_mapper
+from parsers.opmap import optype_codes, optype_mapper, txind_codes, txind_mapper
 from parsers.timefmt import compile_format
 from props.errors import MessageError, PropertyError
 from props.expr import (
@@ -225,8 +226,15 @@ def compile_table(common: ParserCommon, fields: FieldIndex, *,
                  if schema is not None else None)
     exprs = sources + ([schema] if schema is not None else [])
 
+    # the usual single header-field source is read by index (a NULL goes the checked way)
+    field_i = (fields.get(sources[0].name)
+               if len(sources) == 1 and isinstance(sources[0], Field) else None)
+
     def table(message, values: Fields) -> str:
-        if len(parts) == 1:
+        name = values[field_i] if field_i is not None else None
+        if name is not None:
+            name = name.strip()
+        elif len(parts) == 1:
             name = parts[0](message, values).strip()
         else:
             name = "".join(part(message, values).rstrip() for part in parts).strip()
@@ -242,6 +250,21 @@ def compile_table(common: ParserCommon, fields: FieldIndex, *,
     return table, exprs
 
 
+def _coded(expr: Expr, fields: FieldIndex, prop: str, codes: dict[str, Any],
+           mapper: Callable[[str], Any]) -> Callable[[object, Fields], Any]:
+    """Optype/txind getter: a header field's exact code by one dict lookup, else the mapper
+    (trimming, errors)."""
+    text_of = compile_value(expr, fields, prop=prop, required=True)
+    if not isinstance(expr, Field):
+        return lambda message, values: mapper(text_of(message, values))
+    i = fields.get(expr.name)
+
+    def coded(message, values: Fields) -> Any:
+        found = codes.get(values[i])
+        return found if found is not None else mapper(text_of(message, values))
+    return coded
+
+
 def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> HeaderItems:
     """Compile every common item of a fixed or delimited parser against its header fields."""
     table, table_exprs = compile_table(common, fields, prefix=prefix)
@@ -254,19 +277,12 @@ def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> H
     txid_expr = common.txid if common.txid is not None else SysTxid()
     txind_expr = _default(common.txind, fields, "txind", None)
 
-    optype_text = compile_value(optype_expr, fields, prop=f"{prefix}.optype", required=True)
-    to_optype = optype_mapper(common.optype_values)
-
-    def optype(message, values: Fields) -> str:
-        return to_optype(optype_text(message, values))
-
+    optype = _coded(optype_expr, fields, f"{prefix}.optype",
+                    optype_codes(common.optype_values), optype_mapper(common.optype_values))
     txind = None
     if txind_expr is not None:
-        txind_text = compile_value(txind_expr, fields, prop=f"{prefix}.txind", required=True)
-        to_txind = txind_mapper(common.txind_values)
-
-        def txind(message, values: Fields) -> int:
-            return to_txind(txind_text(message, values))
+        txind = _coded(txind_expr, fields, f"{prefix}.txind",
+                       txind_codes(common.txind_values), txind_mapper(common.txind_values))
 
     def getter(expr: Expr | None, item: str, required: bool) -> Getter:
         if expr is None:
