@@ -98,8 +98,8 @@ class TrailWriter:
 
     __slots__ = ("_broken", "_buf", "_buflen", "_fd", "_file", "_head", "_header_len",
                  "_open_tx", "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder",
-                 "extract", "header_path", "last_audit_pos", "last_seqid", "last_txid", "limit", "path",
-                 "seqlen", "sync", "txnum", "uri")
+                 "extract", "header_path", "last_audit_pos", "last_seqid", "last_txid", "limit",
+                 "path", "seqlen", "sync", "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
                  byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
@@ -294,7 +294,7 @@ class TrailWriter:
         last_rec = tx.records[-1]
         return self._commit(b"", 1, last_rec.seqid, last_rec.audit_pos, tx.txid)
 
-    def append_encoded(self, data: bytes, *, transactions: int, last_seqid: str | None,
+    def append_encoded(self, data: bytes | memoryview, *, transactions: int, last_seqid: str | None,
                        last_audit_pos: int | None, last_txid: str | None,
                        partial: bool = False) -> Position:
         """Append transactions encoded elsewhere (``encode_transaction`` with transaction
@@ -302,6 +302,8 @@ class TrailWriter:
         records; it must end a transaction unless ``partial`` (more of the last transaction
         follows in the next call, which does not count it again)."""
         self._check(allow_open=True)
+        if type(data) is not bytes:  # buffered until the next write(): own the bytes
+            data = bytes(data)
         if data:
             self._validate(data, partial)
         if partial:

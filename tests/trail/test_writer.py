@@ -332,3 +332,16 @@ def test_durable_position_at_the_start_of_a_header_only_next_file(tmp_path, tcus
     assert durable.seqno == 1
     rec = TrailWriter(prefix, sync="none").open(durable=durable)
     assert rec.position == durable
+
+
+def test_header_path_names_the_files_in_their_headers(tmp_path, tcustmer: Table) -> None:
+    w = TrailWriter(str(tmp_path / "out" / "aa"), sync="none", header_path="dirdat/aa")
+    w.open()
+    data = bytearray(encode_transaction(tx(tcustmer, 1), 1))
+    w.append_encoded(memoryview(data), transactions=1, last_seqid="1", last_audit_pos=0,
+                     last_txid="1")
+    data[:] = bytes(len(data))  # the caller reuses its buffer before the writer flushes
+    w.close()
+    with TrailFile(str(tmp_path / "out" / "aa000000000")) as tf:
+        assert tf.header.trail["file_name"] == "./dirdat/aa000000000"
+    assert [r.txid for r in read_all(str(tmp_path / "out" / "aa000000000"))] == ["1"]
