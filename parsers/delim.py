@@ -45,6 +45,7 @@ class Dialect:
         "_escape_re",
         "_escapes",
         "_plain_escapes",
+        "_quoted_null",
         "_scan_escapes",
         "_token",
         "crlf",
@@ -96,6 +97,7 @@ class Dialect:
         classic = (len(fielddelim) == 1 and len(quote) == 1 and linedelim == "\n"
                    and quote_escaped in (None, quote * 2) and fielddelim != quote
                    and "\r" not in fielddelim + quote)
+        self._quoted_null = f"{quote}{nullindicator}{quote}" if nullindicator else None
         self._csv_args = ({"delimiter": fielddelim, "quotechar": quote, "doublequote": True,
                            "strict": True} if classic else None)
         self._token = self._tokenizer(ordered)
@@ -177,12 +179,13 @@ class Dialect:
         quoted null indicator: then every value csv returns is unquoted or quoted without
         ambiguity for the NULL test.
         """
-        csv_args, quote = self._csv_args, self.quote
-        if csv_args is None or "\r" in body or (
-                self.nullindicator and f"{quote}{self.nullindicator}{quote}" in body):
+        csv_args, quoted_null = self._csv_args, self._quoted_null
+        if csv_args is None or "\r" in body or (quoted_null and quoted_null in body):
             return None
+        # one line (a message per record) needs no line iterator
+        lines = [body] if body.find("\n") in (-1, len(body) - 1) else io.StringIO(body, newline="")
         try:
-            return list(csv.reader(io.StringIO(body, newline=""), **csv_args))
+            return list(csv.reader(lines, **csv_args))
         except csv.Error:
             return None  # the tokenizer reports the error with its position
 
