@@ -19,19 +19,29 @@ This loop adds what only a live source needs:
   seconds without a message), then flushes and returns; ``max_idle`` ends a run that has seen no
   message for that long (demos, tests).
 
-Messages held by a long open transaction are kept without body and headers (only the ack handle
-matters), which keeps a transaction spanning many messages small.
+**Long transactions** (txind spanning many messages): a broker stops delivering at its prefetch
+limit, and the messages of an open transaction cannot be acknowledged before the transaction is
+in the trail. So once ``spill_at`` messages are held by the open transaction, they are appended to
+a spill journal (``<checkpoint.dir>/<extract>.spill.jsonl``, dump entries with their raw ids),
+the journal is fsynced, and only then are they acknowledged and their bodies dropped. On start,
+``recover_spill`` runs the journal through the pipeline first (rebuilding the open transaction;
+what the trail already holds is skipped as duplicate); the journal is removed once no transaction
+is open and the trail is durable. Memory then holds the open transaction's records, not its
+messages.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from msgcap.archive import Archive
 from msgcap.checkpoint import Checkpoint, CheckpointFile
+from msgcap.dumps import entry_line, message_from_entry
 from msgcap.pipeline import Pipeline
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source
@@ -43,6 +53,7 @@ log = logging.getLogger("msgcap.capture")
 GROUP_TRANSACTIONS = 1000
 GROUP_SECONDS = 0.2
 POLL_SECONDS = 0.5
+SPILL_AT = 1000
 
 
 class Capture:
@@ -52,6 +63,7 @@ class Capture:
                  checkpoint: CheckpointFile | None = None, archive: Archive | None = None,
                  reporter: Reporter | None = None, max_idle: float | None = None,
                  stop_grace: float = 30.0, restart: Callable[[], Any] | None = None,
+                 spill_path: str | None = None, spill_at: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
         self.pipeline = pipeline
@@ -74,7 +86,11 @@ class Capture:
         self._discarded: list[Message] = []
         self._group_txs = 0
         self._group_first: float | None = None
-        self._seal_wanted = False
+        self.spill_path = spill_path
+        self.spill_at = spill_at or min(source.window or SPILL_AT, SPILL_AT)
+        self._held: list[tuple[Message, str]] = []  # (message, raw id) held by the open tx
+        self._spilled = False
+        self.spilled_messages = 0
 
     # -- control --------------------------------------------------------------------------------
 
@@ -124,6 +140,7 @@ class Capture:
                     message = source.receive(timeout)
                 except Redelivery as event:
                     self._redelivery(str(event))
+                    last_message = clock()  # the outage is not idleness
                     continue
                 if message is None:
                     self._flush()
@@ -148,8 +165,8 @@ class Capture:
     def _one(self, message: Message) -> None:
         if self.archive is not None:
             self.archive.append(message)
+        raw_id = message.id
         result = self.pipeline.process(message)  # a MessageError here is error.policy=abend
-        self.source.hold(message)
         released = False
         for done, position in result.written:
             self._done.extend(done.messages)
@@ -163,11 +180,12 @@ class Capture:
             log.warning("message %s: duplicate (already in the trail), skipped", message.name)
         elif result.discarded is not None:
             log.warning("discarded: %s", result.discarded)
-        if not released:  # held by the open transaction: only the ack handle is needed
-            message.body, message.headers = b"", {}
-        if self._seal_wanted and self.pipeline.assembler.open_transaction is None:
-            self.source.seal()
-            self._seal_wanted = False
+        if self.pipeline.assembler.open_transaction is None:
+            self._held.clear()  # all released with the transaction that just ended
+        elif not released:
+            self._held.append((message, raw_id))
+            if len(self._held) >= self.spill_at and self.spill_path is not None:
+                self._spill()
         if not (self._done or self._discarded):
             return
         now = self._clock()
@@ -207,14 +225,76 @@ class Capture:
         done, discarded = self._done, self._discarded
         self._done, self._discarded = [], []
         self._group_txs, self._group_first = 0, None
-        if not ack:
-            return
+        if self._spilled and self.pipeline.assembler.open_transaction is None:
+            self._drop_spill()
+        if ack:
+            self.source.ack(done, discarded)
+
+    # -- the spill journal of long transactions -------------------------------------------------
+
+    def _spill(self) -> None:
+        """Journal the open transaction's held messages durably, then acknowledge them."""
+        held, self._held = self._held, []
+        try:
+            with open(self.spill_path, "a", encoding="utf-8") as fh:
+                fh.writelines(entry_line(m, id=raw) for m, raw in held)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if not self._spilled:
+                _fsync_dir(os.path.dirname(self.spill_path) or ".")
+        except OSError as exc:
+            raise MsgcapError(f"{self.spill_path}: cannot write the spill journal: "
+                              f"{exc.strerror}") from None
+        self._spilled = True
+        self.spilled_messages += len(held)
+        messages = [m for m, _ in held]
+        self.source.ack(messages)
+        for m in messages:
+            m.body, m.headers = b"", {}
+
+    def _drop_spill(self) -> None:
+        try:
+            os.remove(self.spill_path)
+        except FileNotFoundError:
+            pass
+        _fsync_dir(os.path.dirname(self.spill_path) or ".")
+        self._spilled = False
+
+    def recover_spill(self) -> int:
+        """Before consuming: run a spill journal left by the previous run through the pipeline.
+
+        Its messages were acknowledged already; the trail's duplicate rule skips what a completed
+        transaction wrote. A cut last line (crash while spilling) was never acknowledged and
+        comes again from the source. Returns the number of messages replayed.
+        """
+        if self.spill_path is None or not os.path.exists(self.spill_path):
+            return 0
+        with open(self.spill_path, "rb") as fh:
+            lines = fh.read().split(b"\n")
+        count = 0
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                message = message_from_entry(json.loads(raw), f"{self.spill_path}:{number}")
+            except ValueError:
+                if number >= len(lines) - 1:
+                    log.warning("%s: cut last entry ignored (it was not acknowledged)",
+                                self.spill_path)
+                    break
+                raise
+            result = self.pipeline.process(message)
+            for _, position in result.written:
+                self._group_txs += 1
+                self._count_bytes(position)
+            count += 1
+        self._spilled = True
+        self.spilled_messages = count
+        log.info("replayed %d messages of an open transaction from %s", count, self.spill_path)
+        self._flush(ack=False)
         if self.pipeline.assembler.open_transaction is None:
-            self.source.seal()
-            self._seal_wanted = False
-        else:
-            self._seal_wanted = True
-        self.source.ack(done, discarded)
+            self._drop_spill()
+        return count
 
     def _flush_quietly(self) -> None:
         """On the way out after an error: keep what is complete, if the trail still works."""
@@ -224,12 +304,25 @@ class Capture:
             log.error("could not make the last group durable: %s", exc)
 
     def _redelivery(self, reason: str) -> None:
-        """The source reconnected: what was not acknowledged comes again."""
+        """The source reconnected: what was not acknowledged comes again.
+
+        What is written is made durable (acks of the old connection are void), then the pipeline
+        restarts as after a crash: from the trail, plus the spill journal of an open transaction.
+        """
         self.redeliveries += 1
-        self._flush(ack=False)  # acks of the old connection are void; the data is durable
-        if self.pipeline.assembler.open_transaction is not None or self._restart is not None:
-            if self._restart is None:
-                raise MsgcapError("connection lost inside a transaction and no way to restart "
-                                  "the assembler")
-            self.pipeline.assembler = self._restart()
+        self._flush(ack=False)
+        self._held.clear()
+        if self._restart is None:
+            raise MsgcapError("the source reconnected and the assembler cannot be restarted")
+        self.pipeline.assembler = self._restart()
+        if self._spilled:
+            self.recover_spill()
         log.info("reconnected after %s; unacknowledged messages will be redelivered", reason)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 
@@ -71,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
     capture = Capture(source, pipeline, writer, sync=trail.sync, checkpoint=checkpoints,
                       archive=archive, reporter=reporter, max_idle=args.max_idle,
                       stop_grace=args.stop_grace,
-                      restart=lambda: Assembler(rules, Restart.from_recovery(writer)))
+                      restart=lambda: Assembler(rules, Restart.from_recovery(writer)),
+                      spill_path=os.path.join(settings.checkpoint_dir,
+                                              f"{trail.extract}.spill.jsonl"))
     http = None
     if settings.report_http:
         http = HttpReport(settings.report_http, pipeline.stats,
@@ -84,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
              trail.path, recovery.seqno, recovery.rba, source.url)
     try:
+        os.makedirs(settings.checkpoint_dir, exist_ok=True)
+        capture.recover_spill()
         source.open()
         capture.run()
     finally:

@@ -1,20 +1,15 @@
 """The one interface every live message source offers to the capture loop.
 
-A source delivers ``Message(id, headers, body)`` objects in order and learns, through ``hold`` and
-``ack``, how far the trail has got:
+A source delivers ``Message(id, headers, body)`` objects in order and learns, through ``ack``, how
+far the trail has got:
 
 * ``receive(timeout)`` returns the next message, or ``None`` when none arrived in time (the loop
   uses that to end a commit group). It raises ``Redelivery`` when the connection was lost and
   re-established: every message not yet acknowledged will be delivered again, so the loop must drop
   whatever is not durable (the open transaction, the messages it was holding).
-* ``hold(message)`` says the pipeline has consumed the message but the trail does not hold it
-  durably yet. A broker source may use it to keep the flow going (ActiveMQ extends the prefetch
-  window for messages acknowledged inside a STOMP transaction) without committing anything.
-* ``seal()`` says every message held so far is either released already or in the commit group
-  being made durable now (no transaction is open): a broker source may close its STOMP
-  transaction here, so later holds go into a new one.
-* ``ack(done, discarded)`` says these held messages are durable (or durably discarded): the source
-  may now forget them for good. Messages never held are never acknowledged.
+* ``ack(done, discarded)`` says these messages are durable (in the trail, the discard file or the
+  capture's spill journal): the source may forget them for good. It sets ``message.ack`` to None
+  and skips messages whose handle is None, so a message is never acknowledged twice.
 * ``interrupt()`` may be called from a signal handler: waits (back-off, polling) end early.
 
 ``Message.ack`` is the source's own opaque handle; ``Message.id`` the source's raw id (the capture
@@ -54,15 +49,9 @@ class Source(ABC):
     def receive(self, timeout: float) -> Message | None:
         """The next message, ``None`` after ``timeout`` seconds without one."""
 
-    def hold(self, message: Message) -> None:
-        """The message is consumed but not yet durable (see the module doc)."""
-
-    def seal(self) -> None:
-        """No transaction is open: what is held so far can be committed as one unit."""
-
     @abstractmethod
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
-        """These held messages are durable in the trail (or the discard file)."""
+        """These messages are durable (see the module doc)."""
 
     def interrupt(self) -> None:
         """End any wait early (safe to call from a signal handler)."""

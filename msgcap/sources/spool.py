@@ -118,6 +118,9 @@ class SpoolSource(Source):
         for messages, sub in ((done, DONE_DIR), (discarded, ERROR_DIR)):
             for message in messages:
                 name = message.ack
+                if name is None:
+                    continue  # acknowledged already (spilled)
+                message.ack = None
                 try:
                     os.replace(os.path.join(self.path, name), os.path.join(self.path, sub, name))
                 except FileNotFoundError:

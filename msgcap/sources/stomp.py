@@ -1,12 +1,10 @@
 """The STOMP source (properties.md §8): ActiveMQ over stomp.py, exactly-once friendly.
 
-* ``ack: client-individual`` and nothing is acknowledged before the trail is durable: ``ack``
-  sends one ACK per durable message. When more than half of ``jms.prefetch`` messages are held
-  (a transaction spanning many messages), they are ACKed *inside a STOMP transaction* instead,
-  which makes ActiveMQ widen the prefetch window without consuming them; that transaction is
-  COMMITted once every message in it is durable. (Not used for every message: ActiveMQ 5.17
-  stops dispatching after some thousands of small STOMP transactions on one subscription.)
-  A lost connection aborts it on the broker, so everything not durable comes back.
+* ``ack: client-individual`` and nothing is acknowledged before it is durable: ``ack`` sends one
+  ACK per message whose transactions are in the trail (or which the capture spilled to its
+  journal). The broker stops at ``jms.prefetch`` unacknowledged messages, so the capture ends a
+  commit group at half of it (``window``). STOMP transactions are not used: ActiveMQ 5.17 slows
+  down and stops dispatching after many transacted ACKs on one subscription.
 * stomp.py's receiver thread only records: a frame becomes a ``Message`` on a queue, a lost
   connection becomes a marker on the same queue. Reconnecting (next ``jms.url`` entry, ``Backoff``)
   and re-subscribing happen in ``receive`` on the capture thread, which then raises ``Redelivery``.
@@ -24,7 +22,6 @@ import random
 import ssl
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -156,15 +153,7 @@ class StompSource(Source):
         self._epoch = 0
         self._connected_epoch = -1
         self._next_endpoint = 0
-        # Held (consumed, not durable) messages not ACKed yet, by ack id, in order; beyond
-        # ``_overflow`` of them they are ACKed inside a STOMP transaction (``_in_tx``).
-        self._unsent: dict[str, None] = {}
-        self._overflow = max(1, prefetch * 3 // 4)
         self.window = max(1, prefetch // 2)
-        self._in_tx: dict[str, list[Any]] = {}
-        # Those transactions, oldest first: [name, held, released, sealed].
-        self._txs: deque[list[Any]] = deque()
-        self._tx_count = 0
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
         if any(e.tls for e in self.endpoints):
@@ -263,9 +252,6 @@ class StompSource(Source):
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
-        self._txs.clear()  # the broker aborts them with the connection
-        self._in_tx.clear()
-        self._unsent.clear()
         if conn is not None:
             _quiet_disconnect(conn)
         while True:  # what is queued came over the old connection and will be redelivered
@@ -306,55 +292,16 @@ class StompSource(Source):
             raise Redelivery(item.reason)
         return item
 
-    def hold(self, message: Message) -> None:
-        epoch, ack_id = message.ack
-        if epoch != self._epoch or self._conn is None:
-            return
-        self._unsent[ack_id] = None
-        if len(self._unsent) >= self._overflow:
-            self._hold_in_transaction()
-
-    def _hold_in_transaction(self) -> None:
-        """ACK the held messages inside a STOMP transaction: the broker widens the prefetch
-        window for them (a transaction spanning more messages than ``jms.prefetch`` would
-        otherwise stall) but consumes them only at COMMIT, after they are durable."""
-        try:
-            if not self._txs or self._txs[-1][3]:
-                self._tx_count += 1
-                name = f"msgcap-{self._epoch}-{self._tx_count}"
-                self._conn.begin(name)
-                self._txs.append([name, 0, 0, False])
-            tx = self._txs[-1]
-            for ack_id in self._unsent:
-                self._conn.ack(ack_id, transaction=tx[0])
-                self._in_tx[ack_id] = tx
-            tx[1] += len(self._unsent)
-            self._unsent.clear()
-        except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
-            self._lost_while_sending(exc)
-
-    def seal(self) -> None:
-        if self._txs:
-            self._txs[-1][3] = True
-
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
-        # Plain client-individual ACKs for the usual case; a message already ACKed inside a
-        # transaction is released there, and a sealed transaction commits once all are.
         epoch, conn = self._epoch, self._conn
         try:
             for message in (*done, *discarded):
-                m_epoch, ack_id = message.ack
-                if m_epoch != epoch or conn is None:
-                    continue
-                tx = self._in_tx.pop(ack_id, None)
-                if tx is not None:
-                    tx[2] += 1
-                    continue
-                self._unsent.pop(ack_id, None)
-                conn.ack(ack_id)
-            while self._txs and self._txs[0][3] and self._txs[0][2] >= self._txs[0][1]:
-                conn.commit(self._txs.popleft()[0])
-        except Exception as exc:  # noqa: BLE001
+                handle = message.ack
+                if handle is None or handle[0] != epoch or conn is None:
+                    continue  # acknowledged already (spilled), or of a lost connection
+                conn.ack(handle[1])
+                message.ack = None
+        except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
             self._lost_while_sending(exc)
 
     def _lost_while_sending(self, exc: Exception) -> None:
