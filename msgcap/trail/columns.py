@@ -71,6 +71,8 @@ def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
     null = entry(index, len(null_span)) + null_span
     if t == VARCHAR:
         var = layout.entry_var.pack
+        heads = [var(index, k + 4, 0, k) for k in range(min(n, 255) + 1)]  # by byte length
+        known = len(heads)
 
         def enc_var(v: str) -> bytes:
             try:
@@ -78,7 +80,7 @@ def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
             except AttributeError:
                 return _absent(v, null, "str")
             k = len(b)
-            return var(index, k + 4, 0, k) + b
+            return (heads[k] if k < known else var(index, k + 4, 0, k)) + b
         return enc_var
     if t == CHAR:
         head = entry(index, n + 2) + VALUE_IND
