@@ -90,6 +90,7 @@ class Capture:
         self.spill_at = spill_at or min(source.window or SPILL_AT, SPILL_AT)
         self._held: list[tuple[Message, str]] = []  # (message, raw id) held by the open tx
         self._spilled = False
+        self._journaled: set[str] = set()  # raw ids in the journal (redelivered ones skip)
         self.spilled_messages = 0
 
     # -- control --------------------------------------------------------------------------------
@@ -163,6 +164,13 @@ class Capture:
             self.capturing = False
 
     def _one(self, message: Message) -> None:
+        if message.id in self._journaled:
+            # journaled and acknowledged, but the ack did not reach the broker before a crash
+            # or a lost connection: the journal copy is the one in the open transaction
+            log.warning("message %s: already in the spill journal, skipped", message.name)
+            self.pipeline.stats.duplicates += 1
+            self.source.ack([message])
+            return
         if self.archive is not None:
             self.archive.append(message)
         raw_id = message.id
@@ -246,6 +254,7 @@ class Capture:
             raise MsgcapError(f"{self.spill_path}: cannot write the spill journal: "
                               f"{exc.strerror}") from None
         self._spilled = True
+        self._journaled.update(raw for _, raw in held)
         self.spilled_messages += len(held)
         messages = [m for m, _ in held]
         self.source.ack(messages)
@@ -257,6 +266,7 @@ class Capture:
             os.remove(self.spill_path)
         except FileNotFoundError:
             pass
+        self._journaled.clear()
         _fsync_dir(os.path.dirname(self.spill_path) or ".")
         self._spilled = False
 
@@ -283,6 +293,7 @@ class Capture:
                                 self.spill_path)
                     break
                 raise
+            self._journaled.add(message.id)
             result = self.pipeline.process(message)
             for _, position in result.written:
                 self._group_txs += 1

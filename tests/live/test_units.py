@@ -1,0 +1,190 @@
+"""Pure parts of the live capture: back-off, URL lists, the spool source, checkpoints, reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import urllib.error
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
+
+from msgcap.checkpoint import Checkpoint, CheckpointFile
+from msgcap.pipeline import Stats
+from msgcap.report import HttpReport, Reporter, metrics_text
+from msgcap.sources import source_for
+from msgcap.sources.spool import SpoolSource, is_message_name
+from msgcap.sources.stomp import Backoff, StompSource, parse_urls
+from msgcap.trail.records import Position
+from props.errors import PropertyError, SourceError
+from props.settings import JmsSettings, TrailSettings
+
+
+def test_backoff_doubles_to_the_cap_with_bounded_jitter_and_resets() -> None:
+    b = Backoff(rand=lambda: 0.0)
+    assert [round(b.delay(), 3) for _ in range(11)] == [
+        0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+    b.reset()
+    assert b.delay() == pytest.approx(0.1)
+    jittery = Backoff(rand=lambda: 1.0)
+    assert jittery.delay() == pytest.approx(0.11)
+
+
+def test_parse_urls_keeps_the_failover_order_and_rejects_other_schemes() -> None:
+    eps = parse_urls(["stomp://mq1:61613", "stomp+ssl://mq2:61614", "stomp://mq3"])
+    assert [(e.host, e.port, e.tls) for e in eps] == [
+        ("mq1", 61613, False), ("mq2", 61614, True), ("mq3", 61613, False)]
+    with pytest.raises(SourceError, match="stomp://host:port"):
+        parse_urls(["tcp://mq1:61616"])
+
+
+def test_tls_without_a_ca_file_fails_at_start(tmp_path) -> None:
+    with pytest.raises(SourceError, match="jms.ssl.ca: no such file"):
+        StompSource(["stomp+ssl://mq:61614"], "/queue/q", ssl_ca=str(tmp_path / "none.pem"))
+    with pytest.raises(SourceError, match="go together"):
+        ca = tmp_path / "ca.pem"
+        ca.write_text("x")
+        StompSource(["stomp+ssl://mq:61614"], "/queue/q", ssl_ca=str(ca), ssl_cert=str(ca))
+
+
+def _settings(*urls: str, destination: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(jms=JmsSettings(url=urls, destination=destination),
+                           trail=TrailSettings())
+
+
+def test_source_for_picks_the_source_from_jms_url() -> None:
+    spool = source_for(_settings("dir:spool"))
+    assert isinstance(spool, SpoolSource) and spool.path == "spool"
+    broker = source_for(_settings("stomp://a:1", "stomp://b:2", destination="/queue/q"))
+    assert isinstance(broker, StompSource) and broker.destination == "/queue/q"
+    assert broker.window == 500 and [e.port for e in broker.endpoints] == [1, 2]
+    with pytest.raises(PropertyError, match="failover"):
+        source_for(_settings("dir:a", "stomp://b:2"))
+    with pytest.raises(PropertyError, match="jms.destination"):
+        source_for(_settings("stomp://b:2"))
+    with pytest.raises(PropertyError, match="jms.url"):
+        source_for(_settings())
+
+
+def test_spool_names_that_are_not_ready_are_ignored() -> None:
+    assert is_message_name("0001.msg")
+    assert not any(is_message_name(n) for n in (".x", "a.tmp", "a.part", ".done"))
+
+
+def test_spool_source_order_headers_ack_and_discard(tmp_path) -> None:
+    d = tmp_path / "spool"
+    d.mkdir()
+    (d / "b.msg").write_bytes(b"\xff\xfe")
+    (d / "a.msg").write_text("text body")
+    (d / "c.msg.json").write_text(json.dumps({"id": "X", "headers": {"k": "v"}, "body": "j"}))
+    src = SpoolSource(f"dir:{d}", poll=0.01)
+    src.open()
+    got = [src.receive(1.0) for _ in range(3)]
+    assert [m.id for m in got] == ["a.msg", "b.msg", "X"]
+    assert got[0].body == "text body" and got[1].body == b"\xff\xfe"
+    assert got[0].headers["message-id"] == "a.msg" and got[0].headers["destination"] == f"dir:{d}"
+    assert got[0].headers["timestamp"].isdigit()
+    assert got[2].headers["k"] == "v" and got[2].headers["message-id"] == "c.msg.json"
+    assert src.receive(0.05) is None  # in flight files are not delivered twice
+    src.ack([got[0], got[2]], [got[1]])
+    assert sorted(os.listdir(d / ".done")) == ["a.msg", "c.msg.json"]
+    assert os.listdir(d / ".error") == ["b.msg"]
+    src.ack([got[0]])  # a second ack of the same message is a no-op
+    (d / "d.msg").write_text("later")
+    assert src.receive(1.0).id == "d.msg"
+
+
+def test_spool_receive_can_be_interrupted(tmp_path) -> None:
+    src = SpoolSource(f"dir:{tmp_path}", poll=30)
+    src.open()
+    threading.Timer(0.1, src.interrupt).start()
+    assert src.receive(30) is None
+
+
+def test_spool_directory_must_exist(tmp_path) -> None:
+    with pytest.raises(SourceError, match="does not exist"):
+        SpoolSource(f"dir:{tmp_path / 'nope'}").open()
+
+
+def test_checkpoint_round_trip_and_atomic_replace(tmp_path) -> None:
+    cpf = CheckpointFile(str(tmp_path / "dirchk"), "SALES")
+    assert cpf.load() is None
+    cpf.save(Checkpoint("dirdat/sa000000001", 1, 400, "0000000009", 0, "9", "m9", 9, 12))
+    cp = cpf.load()
+    assert cp.position == Position(1, 400, "dirdat/sa000000001")
+    assert cp.last_seqid == "0000000009" and cp.txnum == 9 and cp.time.endswith("Z")
+    assert os.listdir(tmp_path / "dirchk") == ["SALES.cpj"]
+
+
+def _stats() -> Stats:
+    s = Stats(messages=10, duplicates=1, discarded=2, transactions=7)
+    s.operations = {("SALES.CUSTOMER", "I"): 5, ('A"B', "U"): 2}
+    s.last_position = Position(3, 1234, "dirdat/sa000000003")
+    s.last_commit_us = 1_700_000_000_000_000
+    return s
+
+
+def test_metrics_are_prometheus_text_with_every_metric_of_the_spec() -> None:
+    text = metrics_text(_stats(), connected=True, trail_bytes=999,
+                        now_us=1_700_000_002_500_000)
+    for name in ("msgcap_messages_total 10", "msgcap_duplicates_total 1",
+                 "msgcap_discarded_total 2", "msgcap_transactions_total 7",
+                 'msgcap_operations_total{table="SALES.CUSTOMER",op="insert"} 5',
+                 'msgcap_operations_total{table="A\\"B",op="update"} 2',
+                 "msgcap_trail_bytes_total 999", "msgcap_trail_seqno 3", "msgcap_trail_rba 1234",
+                 "msgcap_last_commit_timestamp_seconds 1700000000.000000",
+                 "msgcap_lag_seconds 2.500000", "msgcap_source_connected 1"):
+        assert name in text.splitlines(), name
+    assert "# TYPE msgcap_messages_total counter" in text
+
+
+def test_reports_by_records_and_by_time_with_since_last(tmp_path) -> None:
+    import io
+
+    stats, out, now = _stats(), io.StringIO(), [0.0]
+    r = Reporter(stats, every_records=5, every_seconds=60, out=out, clock=lambda: now[0])
+    r.tick()
+    assert out.getvalue() == ""  # the first 10 were there when it started
+    stats.messages += 5
+    r.tick()
+    assert "since last (0 s): messages 5" in out.getvalue()
+    now[0] = 61.0
+    r.tick()
+    assert r.reports == 2 and "SALES.CUSTOMER  insert 5" in out.getvalue()
+    assert "dirdat/sa000000003 RBA 1234" in out.getvalue()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_http_health_follows_the_connection_and_metrics_are_served() -> None:
+    state = {"connected": True}
+    http = HttpReport(("127.0.0.1", _free_port()), _stats(),
+                      lambda: (True, state["connected"], 5))
+    http.start()
+    base = f"http://127.0.0.1:{http.address[1]}"
+    try:
+        code, body = _get(base + "/health")
+        assert code == 200 and json.loads(body)["status"] == "ok"
+        state["connected"] = False
+        code, body = _get(base + "/health")
+        assert code == 503 and json.loads(body)["connected"] is False
+        code, body = _get(base + "/metrics")
+        assert code == 200 and b"msgcap_source_connected 0" in body
+        assert _get(base + "/nope")[0] == 404
+    finally:
+        http.close()
