@@ -166,6 +166,7 @@ def test_unknown_tokens_and_records_are_skipped(trail, caplog) -> None:
     last = recs[-1]
     assert last.rba == positions[-1].rba + len(unknown)
     assert last.txid == "1" and last.tokens[0x4B] == b"\x01\x02" and last.data == rec.data
+    assert [i for i, _ in last.entries()] == [0, 1, 2, 3] and last.entries() == rec.entries()
 
 
 def test_start_rba_record_at_and_backward(trail) -> None:
