@@ -142,12 +142,12 @@ def plan_splits(paths: list[str], *, lines: bool, target: int) -> list[Split]:
 def newline_ranges(splits: list[Split]) -> list[tuple[str, int, int]]:
     """The byte ranges whose newline counts give the first line numbers of inner pieces."""
     out = []
-    prev: dict[str, int] = {}
+    prev: dict[int, int] = {}  # by file (its base: a file may be given twice)
     for split in splits:
         for p in split.pieces:
             if p.start > 0:
-                out.append((p.path, prev.get(p.path, 0), p.start - 1))
-                prev[p.path] = p.start - 1
+                out.append((p.path, prev.get(p.base, 0), p.start - 1))
+                prev[p.base] = p.start - 1
     return out
 
 
@@ -169,14 +169,14 @@ def count_newlines(path: str, start: int, end: int) -> int:
 def with_line_numbers(splits: list[Split], counts: list[int]) -> list[Split]:
     """Fill in ``first_line`` from ``count_newlines`` over ``newline_ranges`` (same order)."""
     it = iter(counts)
-    seen: dict[str, int] = {}
+    seen: dict[int, int] = {}
     out = []
     for split in splits:
         pieces = []
         for p in split.pieces:
             if p.start > 0:
-                seen[p.path] = seen.get(p.path, 0) + next(it)
-                p = Piece(p.path, p.kind, p.start, p.end, seen[p.path] + 2, p.base)
+                seen[p.base] = seen.get(p.base, 0) + next(it)
+                p = Piece(p.path, p.kind, p.start, p.end, seen[p.base] + 2, p.base)
             pieces.append(p)
         out.append(Split(split.index, tuple(pieces)))
     return out
@@ -623,7 +623,6 @@ class Result:
     """What ``run_batch`` did: the summary's counters and where the outputs went."""
 
     stats: Stats
-    trail_files: list[str] = field(default_factory=list)
     discard_file: str | None = None
     outputs: dict[str, str] = field(default_factory=dict)
     splits: int = 0
@@ -738,6 +737,7 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
               settings.error.policy, settings.trail.byteorder, time.time_ns() // 1000,
               os.getcwd(), staging, any(f != "trail" for f in formats))
     bjob = sc.broadcast(job)
+    cwd = job.cwd
     out = progress_out if progress_out is not None else sys.stderr
     try:
         with Progress(sc, out, progress_interval) as prog:
@@ -745,12 +745,13 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             ranges = newline_ranges(splits)
             if ranges:
                 say(f"counting lines of {len(ranges)} split points")
-                counts = sc.parallelize(ranges, len(ranges)).map(
+                todo = [(os.path.abspath(path), a, b) for path, a, b in ranges]
+                counts = sc.parallelize(todo, len(todo)).map(
                     lambda r: count_newlines(*r)).collect()
                 splits = with_line_numbers(splits, counts)
             say(f"parsing {len(paths)} input files in {len(splits)} splits")
             skeletons = sc.parallelize(splits, len(splits)).map(
-                lambda s: skeleton(_job(bjob), s)).collect()
+                lambda s: skeleton(_job(bjob, cwd), s)).collect()
             say("assembling transactions")
             planned = plan(skeletons, job.rules, job.policy)
             del skeletons
@@ -761,11 +762,12 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             prefix = os.path.join(trail_dir, os.path.basename(trail.path))
             writer = TrailWriter(prefix, seqlen=trail.seqlen, megabytes=trail.megabytes,
                                  byteorder=trail.byteorder, sync=trail.sync,
-                                 extract=trail.extract, uri=trail.uri)
+                                 extract=trail.extract, uri=trail.uri,
+                                 header_path=trail.path)
             writer.open()
             try:
                 say(f"encoding {len(planned.plans)} splits")
-                error = _append_all(sc, bjob, splits, planned.plans, writer, result, output,
+                error = _append_all(sc, bjob, cwd, splits, planned.plans, writer, result, output,
                                     say)
                 if error is None and planned.end_error is not None:
                     error = planned.end_error
@@ -788,12 +790,12 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
     return result
 
 
-def _job(bjob: Any) -> Job:
-    """The broadcast job inside a task, after moving to the driver's working directory."""
-    value = bjob.value
-    if os.path.isdir(value.cwd) and os.getcwd() != value.cwd:
-        os.chdir(value.cwd)
-    return value
+def _job(bjob: Any, cwd: str) -> Job:
+    """The broadcast job inside a task, in the driver's working directory (before the parser is
+    rebuilt: it may read copybooks or definitions by relative path)."""
+    if os.path.isdir(cwd) and os.getcwd() != cwd:
+        os.chdir(cwd)
+    return bjob.value
 
 
 def _check_output(output: str, formats: tuple[str, ...]) -> None:
@@ -804,7 +806,7 @@ def _check_output(output: str, formats: tuple[str, ...]) -> None:
                               "--output", url=d)
 
 
-def _append_all(sc: Any, bjob: Any, splits: list[Split], plans: list[Plan], writer: Any,
+def _append_all(sc: Any, bjob: Any, cwd: str, splits: list[Split], plans: list[Plan], writer: Any,
                 result: Result, output: str, say: Callable[[str], None]) -> MsgcapError | None:
     """Encode the planned splits in tasks and append their bytes in order; the stopping error.
 
@@ -822,7 +824,7 @@ def _append_all(sc: Any, bjob: Any, splits: list[Split], plans: list[Plan], writ
     def encode(todo: list[Plan]) -> list[Encoded]:
         pairs = [(splits[p.index], p) for p in todo]
         return sc.parallelize(pairs, len(pairs)).map(
-            lambda sp: encode_split(_job(bjob), sp[0], sp[1])).collect()
+            lambda sp: encode_split(_job(bjob, cwd), sp[0], sp[1])).collect()
 
     results = encode(work)
     i = 0

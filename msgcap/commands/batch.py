@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise SourceError("--partitions must be at least 1", url="--partitions")
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap batch", log_to_file=False)
+    from pyspark.sql import SparkSession
+
     started = time.monotonic()
+    existing = SparkSession.getActiveSession()
     spark = spark_session(args.master)
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
                            progress_out=sys.stderr,
                            progress_interval=args.progress_interval)
     finally:
-        spark.stop()
+        if existing is None:
+            spark.stop()
     print(result.stats.summary())
     for name, path in result.outputs.items():
         if name != "trail":

@@ -1,0 +1,287 @@
+"""``msgcap batch`` on a real local[2] Spark: the trail equals replay's, rows equal dump --json,
+error.policy under both policies, multi-file order, txind spans across splits, rollover."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from msgcap.batch import run_batch
+from msgcap.cli import main
+from props.errors import MessageError
+from props.settings import load_settings
+
+from .conftest import copy_example, trail_view
+
+DELIM_PROP = "dirprm/jmsvam.properties"
+
+
+def replay(capsys, prop: str, *inputs: str, lines: bool = False) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["replay", "--prop", prop, "--progress-interval", "-1",
+                 *(["--lines"] if lines else []), *inputs])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def batch(spark, prop: str, inputs: list[str], out: str = "out", **kw):
+    return run_batch(load_settings(prop), inputs, out, spark=spark, progress_interval=-1, **kw)
+
+
+def same_trail(replayed: str, batched: str, *, mask_io_time: bool = False) -> None:
+    a = trail_view(replayed, mask_io_time=mask_io_time)
+    b = trail_view(batched, mask_io_time=mask_io_time)
+    assert [x[0] for x in a] == [x[0] for x in b]
+    assert a == b
+
+
+# -- equivalence with replay ----------------------------------------------------------------------
+
+def test_delimited_example(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    code, out, _ = replay(capsys, DELIM_PROP, "messages.jsonl")
+    assert code == 0
+    for parts in (1, 2, 3, 7):
+        result = batch(spark, DELIM_PROP, ["messages.jsonl"], f"out{parts}", partitions=parts)
+        same_trail("dirdat/sa", f"out{parts}/trail/sa")
+        assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+    assert result.splits >= 5  # about one message per split: the B/M/E span crosses splits
+
+
+@pytest.mark.parametrize("prop, dump, prefix", [
+    ("dirprm/orders.properties", "messages/orders.jsonl", "dirdat/or"),
+    ("dirprm/mytable.properties", "messages/mytable.jsonl", "dirdat/my"),
+])
+def test_xml_examples(spark, tmp_path, monkeypatch, capsys, prop, dump, prefix):
+    copy_example("xml", tmp_path, monkeypatch)
+    if "orders" in prop:  # jms.id=time (the default) ids differ from run to run: use the ids
+        Path(prop).write_text(Path(prop).read_text() + "\njms.id=JMSMessageID\n")
+    assert replay(capsys, prop, dump)[0] == 0
+    batch(spark, prop, [dump], partitions=3)
+    same_trail(prefix, "out/trail/" + Path(prefix).name)
+
+
+def test_time_ids_increase(spark, tmp_path, monkeypatch, capsys):
+    copy_example("xml", tmp_path, monkeypatch)
+    batch(spark, "dirprm/orders.properties", ["messages/orders.jsonl"] * 3, partitions=4)
+    seqids = [r["tokens"]["VAMSEQID"] for r in _dump_records(capsys, "out/trail/or", None)]
+    assert len(seqids) == 15 and all(len(s) == 20 for s in seqids)
+    firsts = sorted(set(seqids))
+    assert firsts == sorted(firsts) and len(firsts) == 6  # one id per message, increasing
+    assert seqids == sorted(seqids)
+
+
+def test_fixed_examples(spark, tmp_path, monkeypatch, capsys):
+    copy_example("fixed", tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path / "copybook")
+    assert replay(capsys, DELIM_PROP, "messages.jsonl")[0] == 0
+    batch(spark, DELIM_PROP, ["messages.jsonl"], partitions=3)
+    same_trail("dirdat/rt", "out/trail/rt")
+    monkeypatch.chdir(tmp_path / "sourcedefs")
+    assert replay(capsys, DELIM_PROP, "dirspool")[0] == 0
+    batch(spark, DELIM_PROP, ["dirspool"], partitions=2)
+    same_trail("dirdat/tc", "out/trail/tc", mask_io_time=True)  # timestamp *ts
+
+
+# -- generated inputs: multi-file order, spans, duplicates, rollover ------------------------------
+
+def _record(n: int, txind: str) -> str:
+    return (f"I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,{txind},{n:010d},NULL,{n},"
+            f"NULL,Customer {n},NULL,City {n % 17},NULL,2024-03-01 10:15:30")
+
+
+def _messages(count: int, seed: int) -> list[str]:
+    """Bodies of whole and spanning transactions (B, M…, E over messages), some repeated."""
+    rng = random.Random(seed)
+    bodies: list[str] = []
+    n = 0
+    while len(bodies) < count:
+        sizes = [rng.choice((1, 1, 2)) for _ in range(rng.choice((1, 1, 2, 3, 5)))]
+        total, k = sum(sizes), 0
+        for size in sizes:
+            recs = []
+            for _ in range(size):
+                n += 1
+                ind = ("W" if total == 1 else "B" if k == 0 else "E" if k == total - 1
+                       else "M")
+                recs.append(_record(n, ind))
+                k += 1
+            bodies.append("\n".join(recs) + "\n")
+        if len(sizes) == 1 and rng.random() < 0.15:
+            bodies.append(bodies[-1])  # a duplicate: skipped by its seqid
+    return bodies
+
+
+def _write_jsonl(path: Path, bodies: list[str], start: int) -> None:
+    with open(path, "w") as fh:
+        fh.writelines(json.dumps({"id": f"m{start + i:06d}", "body": body}) + "\n"
+                      for i, body in enumerate(bodies))
+
+
+def test_many_files_in_order_with_spans(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    bodies = _messages(300, seed=7)
+    Path("in").mkdir()
+    cuts = [0, 40, 41, 120, 200, 260, len(bodies)]
+    for k in range(len(cuts) - 1):
+        _write_jsonl(Path(f"in/part-{k}.jsonl"), bodies[cuts[k]:cuts[k + 1]], cuts[k])
+    code, out, _ = replay(capsys, DELIM_PROP, "in/part-*.jsonl")
+    assert code == 0 and "duplicates 0" not in out
+    for parts in (4, 11):
+        result = batch(spark, DELIM_PROP, ["in/part-*.jsonl"], f"out{parts}", partitions=parts)
+        same_trail("dirdat/sa", f"out{parts}/trail/sa")
+        assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+    # the order given, not name order, decides
+    names = [f"in/part-{k}.jsonl" for k in range(len(cuts) - 1)]
+    swapped = [names[2], *names[:2], *names[3:]]
+    prop = Path(DELIM_PROP)
+    prop.write_text(prop.read_text().replace("trail.path=dirdat/sa", "trail.path=dirdat2/sa"))
+    assert replay(capsys, DELIM_PROP, *swapped)[0] == 0
+    batch(spark, DELIM_PROP, swapped, "outswapped", partitions=5)
+    same_trail("dirdat2/sa", "outswapped/trail/sa")
+    assert trail_view("dirdat2/sa") != trail_view("dirdat/sa")
+
+
+def test_rollover_and_lines(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(DELIM_PROP)
+    prop.write_text(prop.read_text() + "\ntrail.megabytes=1\n")
+    text = "".join(_record(n, "W") + "\n" for n in range(1, 9001))
+    Path("records.txt").write_text(text)
+    assert replay(capsys, DELIM_PROP, "records.txt", lines=True)[0] == 0
+    batch(spark, DELIM_PROP, ["records.txt"], lines=True, partitions=6)
+    view = trail_view("out/trail/sa")
+    assert len(view) >= 2
+    same_trail("dirdat/sa", "out/trail/sa")
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+def _with_bad(tmp_path: Path) -> list[str]:
+    bodies = _messages(40, seed=3)
+    bad = "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,W,9999999999,NULL,1\n"
+    bodies.insert(25, bad)
+    _write_jsonl(tmp_path / "a.jsonl", bodies[:15], 0)
+    _write_jsonl(tmp_path / "b.jsonl", bodies[15:], 15)
+    return ["a.jsonl", "b.jsonl"]
+
+
+def test_bad_message_abend(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(DELIM_PROP)
+    prop.write_text(prop.read_text().replace("error.policy=discard", "error.policy=abend"))
+    inputs = _with_bad(tmp_path)
+    code, _, err = replay(capsys, DELIM_PROP, *inputs)
+    assert code == 2
+    with pytest.raises(MessageError) as info:
+        batch(spark, DELIM_PROP, inputs, partitions=4)
+    assert f"msgcap replay: error: {info.value}" == err.strip().splitlines()[-1]
+    assert "b.jsonl:" in str(info.value) and "SALES.NOSUCH" in str(info.value)
+    same_trail("dirdat/sa", "out/trail/sa")  # the transactions before it
+
+
+def test_bad_message_discard(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    inputs = _with_bad(tmp_path)
+    code, out, _ = replay(capsys, DELIM_PROP, *inputs)
+    assert code == 0 and "discarded 1" in out
+    result = batch(spark, DELIM_PROP, inputs, partitions=4)
+    same_trail("dirdat/sa", "out/trail/sa")
+    assert result.stats.discarded == 1
+    assert result.discard_file == "out/errors/discarded.jsonl"
+
+    def entries(path):
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        for row in rows:
+            row.pop("time")
+        return rows
+
+    assert entries(result.discard_file) == entries("dirrpt/SALES.dsc")
+
+
+def test_open_transaction_at_end(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    _write_jsonl(tmp_path / "a.jsonl", [_record(1, "W") + "\n", _record(2, "B") + "\n",
+                                         _record(3, "M") + "\n"], 0)
+    code, _, err = replay(capsys, DELIM_PROP, "a.jsonl")
+    assert code == 2
+    with pytest.raises(MessageError) as info:
+        batch(spark, DELIM_PROP, ["a.jsonl"], partitions=3)
+    assert f"msgcap replay: error: {info.value}" == err.strip().splitlines()[-1]
+    same_trail("dirdat/sa", "out/trail/sa")
+
+
+# -- analysis rows and the command ----------------------------------------------------------------
+
+def _dump_records(capsys, prefix: str, defs: str | None) -> list[dict]:
+    capsys.readouterr()
+    assert main(["dump", "--json", *(["--defs", defs] if defs else []), prefix]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    return [r for r in rows if r["kind"] == "record"]
+
+
+def _as_map(value) -> dict:
+    """A map column (parquet), or the struct JSON schema inference makes of it."""
+    if value is None:
+        return {}
+    if hasattr(value, "asDict"):
+        return {k: v for k, v in value.asDict().items() if v is not None}
+    return dict(value)
+
+
+def test_rows_match_dump(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(DELIM_PROP)
+    prop.write_text(prop.read_text() + "\ntrail.getupdatebefores=true\n")
+    batch(spark, DELIM_PROP, ["messages.jsonl"], formats=("trail", "parquet", "json"),
+          partitions=2)
+    records = _dump_records(capsys, "out/trail/sa", "dirdat/sales.def")
+    expected = []
+    for rec in records:
+        if rec["before_after"] == "B" and rec["op"] != "DELETE":
+            continue  # an update's before-image record: the "before" of the next row
+        image = {c["name"]: c["value"] for c in rec["columns"]
+                 if not c.get("missing") and not c["null"]}
+        expected.append((rec["table"], rec["op"], rec["transind"], rec["tokens"]["TRANID"],
+                         rec["tokens"]["VAMSEQID"], rec["io_time"][:19],
+                         image if rec["before_after"] == "A" else {},
+                         image if rec["before_after"] == "B" else None,
+                         sorted(c["name"] for c in rec["columns"] if c["null"]),
+                         sorted(c["name"] for c in rec["columns"] if c.get("missing"))))
+    for fmt in ("parquet", "json"):
+        df = getattr(spark.read, fmt)(f"out/{fmt}").selectExpr(
+            "*", "date_format(commit_time, \"yyyy-MM-dd'T'HH:mm:ss\") AS ct")
+        got = []
+        for row in df.orderBy("seqid").collect():
+            got.append((row["table"], row["op"], row["transind"], row["txid"], row["seqid"],
+                        row["ct"], _as_map(row["after"]),
+                        _as_map(row["before"]) if row["op"] == "DELETE" else None,
+                        sorted(row["null_columns"]), sorted(row["missing_columns"])))
+            assert row["source_file"] == "messages.jsonl" and 1 <= row["position"] <= 5
+        assert sorted(got, key=lambda g: g[4]) == sorted(expected, key=lambda e: e[4])
+    upd = spark.read.parquet("out/parquet").where("op = 'FIELDCOMP'").orderBy("seqid").first()
+    assert upd["before"]["CITY"] == "Boston" and upd["position"] == 3
+    assert upd["missing_columns"] == ["NAME", "CREATED"] and upd["null_columns"] == ["CITY"]
+
+
+def test_command(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    code, out, _ = replay(capsys, DELIM_PROP, "messages.jsonl")
+    code = main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl", "--output", "out",
+                 "--partitions", "2", "--progress-interval", "0"])
+    got = capsys.readouterr()
+    assert code == 0
+    assert got.out.startswith(out.split("trail files:")[0])
+    assert "trail files: out/trail/sa000000000" in got.out
+    assert "batch: parsing 1 input files in 2 splits" in got.err
+    same_trail("dirdat/sa", "out/trail/sa")
+    # an output that exists is refused; a bad format is one clear error
+    assert main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl",
+                 "--output", "out"]) == 2
+    assert "output exists" in capsys.readouterr().err
+    assert main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl",
+                 "--output", "o2", "--format", "csv"]) == 2
+    assert "unknown format csv" in capsys.readouterr().err
