@@ -1,0 +1,172 @@
+"""End-to-end capture throughput from ActiveMQ into a durable trail, beside a bare consumer.
+
+    python bench/bench_capture.py [--messages N] [--prefetch P] [--url stomp://127.0.0.1:61613]
+
+Starts a private broker (scripts/activemq.sh, free loopback port) unless ``--url`` is given, then
+in the same run:
+
+1. queues N persistent messages of the delimited example (SALES.CUSTOMER inserts in the example's
+   before/after format) and drains them with a bare stomp.py consumer using the same ack mode as
+   msgcap (client-individual, one ACK per message, same prefetch): the baseline;
+2. queues the same N messages on a fresh queue and runs ``msgcap run --max-idle`` on them with
+   ``trail.sync=batch`` (fsync per group): the capture.
+
+Both rates are measured from the subscription to the last message (bare: its ACK; capture: the
+last durable checkpoint). Prints messages/s, the ratio (target >= 80 %) and the capture's peak
+RSS (target < 300 MB with a 200k backlog: ``--messages 200000``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def body(i: int) -> str:
+    return (f"I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{i:010d},NULL,{i},NULL,"
+            f"\"Customer {i}, Inc.\",NULL,City {i % 97},NULL,2024-03-01 10:15:30\n")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connect(url: str, listener=None, heartbeats=(0, 0)):
+    import stomp
+
+    from msgcap.sources.stomp import parse_urls
+
+    ep = parse_urls([url])[0]
+    conn = stomp.Connection12([(ep.host, ep.port)], auto_decode=False, auto_content_length=False,
+                              heartbeats=heartbeats)
+    if listener is not None:
+        conn.set_listener("bench", listener)
+    conn.connect(wait=True)
+    return conn
+
+
+def fill(url: str, dest: str, n: int) -> float:
+    """Queue n persistent messages; returns seconds (the last one with a receipt)."""
+    import threading
+
+    done = threading.Event()
+
+    class Receipt:
+        def on_receipt(self, frame):
+            done.set()
+
+    conn = connect(url, Receipt())
+    started = time.monotonic()
+    for i in range(1, n + 1):
+        headers = {"persistent": "true"}
+        if i == n:
+            headers["receipt"] = "last"
+        conn.send(dest, body(i).encode(), headers=headers)
+    done.wait(600)
+    elapsed = time.monotonic() - started
+    conn.disconnect()
+    return elapsed
+
+
+def bare_consumer(url: str, dest: str, n: int, prefetch: int) -> float:
+    """client-individual, one ACK per message, a queue between receiver thread and consumer
+    (as msgcap does); returns messages/s from SUBSCRIBE to the last ACK."""
+    frames: queue.SimpleQueue = queue.SimpleQueue()
+
+    class Listener:
+        def on_message(self, frame):
+            frames.put(frame)
+
+    conn = connect(url, Listener(), heartbeats=(10000, 10000))
+    started = time.monotonic()
+    conn.subscribe(dest, id="1", ack="client-individual",
+                   headers={"activemq.prefetchSize": str(prefetch)})
+    for _ in range(n):
+        frame = frames.get(timeout=120)
+        conn.ack(frame.headers["ack"])
+    elapsed = time.monotonic() - started
+    conn.disconnect()
+    return n / elapsed
+
+
+def _utc(text: str) -> float:
+    return datetime.fromisoformat(text).timestamp()
+
+
+def capture(url: str, dest: str, n: int, prefetch: int, home: Path) -> tuple[float, float]:
+    """msgcap run on the delimited example; returns (messages/s, peak RSS MB)."""
+    shutil.copytree(REPO / "examples" / "delimited", home)
+    prop = home / "dirprm" / "jmsvam.properties"
+    text = prop.read_text().replace("jms.url=dir:dirspool", f"jms.url={url}")
+    text += f"\njms.destination={dest}\njms.prefetch={prefetch}\ntrail.sync=batch\n"
+    text += "error.policy=abend\n"
+    prop.write_text(text)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "msgcap.cli", "run", "--prop", str(prop),
+                             "--max-idle", "2"], cwd=home, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"msgcap run failed: {proc.stderr.read()}")
+    cp = json.loads((home / "dirchk" / "SALES.cpj").read_text())
+    if cp["messages"] != n:
+        raise SystemExit(f"capture saw {cp['messages']} messages, expected {n}")
+    log = (home / "dirrpt" / "SALES.log").read_text().splitlines()
+    connected = next(ln for ln in log if "connected to" in ln)
+    start = _utc(connected[:23].replace(" ", "T") + "Z")
+    return n / (_utc(cp["time"]) - start), usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=20000)
+    ap.add_argument("--prefetch", type=int, default=1000)
+    ap.add_argument("--url", help="an already running broker (default: start a private one)")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="msgcap-bench-"))
+    broker_env = None
+    url = args.url
+    if url is None:
+        port = free_port()
+        broker_env = dict(os.environ, MSGCAP_BROKER_DIR=str(work / "broker"),
+                          MSGCAP_STOMP_PORT=str(port))
+        subprocess.run(["bash", str(REPO / "scripts" / "activemq.sh"), "start"],
+                       env=broker_env, check=True)
+        url = f"stomp://127.0.0.1:{port}"
+    try:
+        n = args.messages
+        q1, q2 = f"/queue/bench-bare-{uuid.uuid4().hex}", f"/queue/bench-cap-{uuid.uuid4().hex}"
+        fill_s = fill(url, q1, n)
+        print(f"queued {n} persistent messages in {fill_s:.1f} s ({n / fill_s:,.0f}/s)")
+        bare = bare_consumer(url, q1, n, args.prefetch)
+        print(f"bare stomp.py consumer (client-individual): {bare:,.0f} messages/s")
+        fill(url, q2, n)
+        rate, rss = capture(url, q2, n, args.prefetch, work / "home")
+        print(f"msgcap run (delimited example, durable trail): {rate:,.0f} messages/s, "
+              f"peak RSS {rss:.0f} MB")
+        print(f"capture / bare = {rate / bare:.0%} (target >= 80%)")
+    finally:
+        if broker_env is not None:
+            subprocess.run(["bash", str(REPO / "scripts" / "activemq.sh"), "stop"],
+                           env=broker_env, check=False)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
