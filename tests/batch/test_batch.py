@@ -285,3 +285,31 @@ def test_command(spark, tmp_path, monkeypatch, capsys):
     assert main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl",
                  "--output", "o2", "--format", "csv"]) == 2
     assert "unknown format csv" in capsys.readouterr().err
+
+
+def test_encode_failure_moves_transaction_numbers(spark, tmp_path, monkeypatch, capsys):
+    """A transaction that cannot be encoded (a 70 000-byte txid) is discarded at write time;
+    later transaction numbers move down, so the splits after it are encoded again."""
+    copy_example("xml", tmp_path, monkeypatch)
+    prop = Path("dirprm/orders.properties")
+    prop.write_text(prop.read_text() + "\njms.id=JMSMessageID\nerror.policy=discard\n"
+                    "error.file=dirrpt/orders.dsc\n")
+    bodies = [json.loads(line)["body"] for line in Path("messages/orders.jsonl").open()]
+    entries = []
+    for i in range(8):
+        body = bodies[i % 2].replace('id="T100', f'id="T{i}-')
+        if i == 3:
+            body = body.replace(f'id="T{i}-', 'id="' + "X" * 70000)
+        entries.append({"id": f"o-{i:02d}", "body": body})
+    Path("in.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    code, out, _ = replay(capsys, str(prop), "in.jsonl")
+    assert code == 0 and "discarded 1" in out
+    steps: list[str] = []
+    result = batch(spark, str(prop), ["in.jsonl"], partitions=4, progress=steps.append)
+    assert any("again" in step for step in steps)
+    same_trail("dirdat/or", "out/trail/or")
+    assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+    got = [json.loads(line) for line in Path(result.discard_file).read_text().splitlines()]
+    want = [json.loads(line) for line in Path("dirrpt/orders.dsc").read_text().splitlines()]
+    assert [(g["error"], g["source"], g["message"]) for g in got] == [
+        (w["error"], w["source"], w["message"]) for w in want]
