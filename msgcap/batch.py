@@ -415,10 +415,11 @@ class _Sink:
 
     def write_transaction(self, tx: TrailTransaction) -> Position:
         head = self.head_open and not self.head_done
-        self.head_done = True
-        if head and self.head_error is not None:
-            self.head_failed = True
-            raise MessageError(self.head_error)
+        if head:  # the transaction open at the split's start: it completes first
+            self.head_done = True
+            if self.head_error is not None:
+                self.head_failed = True
+                raise MessageError(self.head_error)
         try:
             data = self.encoder.encode_transaction(tx, self.txnum + 1, first=not head)
         except MessageError:
