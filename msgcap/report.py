@@ -69,8 +69,9 @@ class Reporter:
         lag = lag_seconds(stats, self._now_us())
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         lines = [f"msgcap {title} at {when}",
-                 f"since start ({elapsed:.0f} s): " + _counts(stats, elapsed),
-                 f"since last ({span:.0f} s): " + _counts(interval, span)]
+                 f"since start ({elapsed:.0f} s): " + _counts(stats, elapsed)]
+        if self.reports:  # the first report (or a summary without reports) would repeat it
+            lines.append(f"since last ({span:.0f} s): " + _counts(interval, span))
         lines += [f"  {table}  {parts}" for table, parts in _tables(stats)]
         pos = stats.last_position
         lines.append("trail: " + (f"{pos.file or pos.seqno} RBA {pos.rba}" if pos else "none")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's first command: replays the delimited example (examples/delimited) into a trail in
-# a temporary working copy and shows the trail with `msgcap dump`.
+# The README's first command: live capture (msgcap run) of the delimited example from a spool
+# directory, in a temporary working copy, then the trail shown with `msgcap dump`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -11,8 +11,15 @@ trap 'rm -rf "$work"' EXIT
 cp -R examples/delimited/. "$work/"
 cd "$work"
 
-echo "== msgcap replay --prop dirprm/jmsvam.properties messages.jsonl   (in $work)"
-msgcap replay --prop dirprm/jmsvam.properties messages.jsonl
+echo "== msgcap send --prop dirprm/jmsvam.properties messages.jsonl   (in $work: spool files)"
+msgcap send --prop dirprm/jmsvam.properties messages.jsonl
+ls dirspool
+echo
+echo "== msgcap run --prop dirprm/jmsvam.properties --max-idle 1"
+msgcap run --prop dirprm/jmsvam.properties --max-idle 1
+echo
+echo "== consumed messages moved to dirspool/.done; checkpoint dirchk/SALES.cpj"
+ls dirspool/.done
 echo
 echo "== msgcap dump --defs dirdat/sales.def dirdat/sa000000000"
 msgcap dump --defs dirdat/sales.def dirdat/sa000000000

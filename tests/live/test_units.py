@@ -150,7 +150,7 @@ def test_reports_by_records_and_by_time_with_since_last(tmp_path) -> None:
     assert out.getvalue() == ""  # the first 10 were there when it started
     stats.messages += 5
     r.tick()
-    assert "since last (0 s): messages 5" in out.getvalue()
+    assert "since start (0 s): messages 15" in out.getvalue()
     now[0] = 61.0
     r.tick()
     assert r.reports == 2 and "SALES.CUSTOMER  insert 5" in out.getvalue()
@@ -196,3 +196,15 @@ def test_ack_frames_are_stomp_12_acks_with_escaped_ids() -> None:
     assert ack_frames(["ID:vm-1:2", "a\\b\nc"]) == (
         b"ACK\nid:ID\\cvm-1\\c2\n\n\x00" + b"ACK\nid:a\\\\b\\nc\n\n\x00")
     assert ack_frames([]) == b""
+
+
+def test_later_reports_also_give_the_interval() -> None:
+    import io
+
+    stats, out = _stats(), io.StringIO()
+    r = Reporter(stats, every_records=1, out=out, clock=lambda: 0.0)
+    stats.messages += 1
+    r.tick()
+    stats.messages += 3
+    r.tick()
+    assert "since last (0 s): messages 3" in out.getvalue()
