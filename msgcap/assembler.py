@@ -244,12 +244,32 @@ class Assembler:
         saved = (self._seq, self._txid, self._last, self._open)
         mark = self._open.mark() if self._open is not None else None
         try:
+            if len(ops) == 1 and mark is None and ops[0].txind is None:
+                return self._add_one(message, ops[0])
             return self._add(message, ops)
         except MessageError as exc:
             self._seq, self._txid, self._last, self._open = saved
             if self._open is not None and mark is not None:
                 self._open.rollback(mark)
             raise exc.located(message.name) from None
+
+    def _add_one(self, message: Message, op: Op) -> Outcome:
+        """``_add`` of the common message: one op, no txind, no transaction open."""
+        seqid = op.seqid
+        if seqid is not None and self._last is not None and self._is_written(op):
+            return self._add(message, (op,))  # skipped as already written
+        txid = op.txid
+        if txid is None:
+            self._txid += 1
+            txid = str(self._txid)
+        if seqid is None:
+            self._seq += 1
+            seqid = f"{self._seq:020d}"
+        tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
+        self._last = (seqid, op.ordinal)
+        name = message.name
+        return Outcome([Assembled(tx, [message], {(op.table.name, op.optype): 1}, name)],
+                       False, False, 0)
 
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()
@@ -376,21 +396,26 @@ class Assembler:
 
     # -- image rules ----------------------------------------------------------------------------
 
-    def _keys(self, table: Table) -> tuple[tuple[int, ...], bool]:
-        """(key indexes, has declared keys) of a table, computed once per table object."""
-        info = self._tables.get(id(table))
-        if info is None or info[0] is not table:
-            info = self._tables[id(table)] = (table, table.key_indexes, table.has_declared_keys)
-        return info[1], info[2]
+    def _table_info(self, table: Table) -> tuple[Table, tuple[int, ...], bool]:
+        """(table, key indexes, has declared keys), computed once per table object."""
+        info = self._tables[id(table)] = (table, table.key_indexes, table.has_declared_keys)
+        return info
 
     def records(self, op: Op, seqid: str) -> list[TrailRecord]:
         """The trail records of one operation (trail-format.md §6)."""
         table, optype = op.table, op.optype
-        keys, declared = self._keys(table)
+        info = self._tables.get(id(table))
+        if info is None or info[0] is not table:
+            info = self._table_info(table)
+        keys, declared = info[1], info[2]
         if optype == INSERT:
-            after = _image(op, op.after, "after")
+            after = op.after
+            if after is None:
+                _image(op, after, "after")  # raises
             if declared:
-                _check_keys(op, after, keys)
+                for i in keys:
+                    if after[i] is MISSING:
+                        _check_keys(op, after, keys)
             return [TrailRecord(table, IOTYPE_INSERT, "A", op.timestamp, seqid, op.ordinal,
                                 after)]
         if optype == UPDATE:

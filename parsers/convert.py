@@ -4,11 +4,13 @@
 takes the column text (never None: NULL is decided before conversion) and returns what
 ``parsers.model`` says the trail stores. Numbers never pass through float; failures raise a
 ``MessageError`` without a source, which the parser completes with message and field.
+``compile_row`` fuses the converters of a table into one function per record; each converter
+carries an ``inline`` tag naming the common case it may skip.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gendef.model import (
@@ -27,6 +29,7 @@ from parsers.timefmt import TimeFormat, compile_format
 from props.errors import DefinitionError, MessageError
 
 Converter = Callable[[str], Any]
+RowConverter = Callable[[Sequence[str | None]], list[Any]]
 
 _VALUE_CACHE_SIZE = 4096  # converted DATETIME texts kept per column
 
@@ -85,6 +88,7 @@ def _scaled_converter(scale: int, low: int, high: int) -> Converter:
         if not low <= value <= high:
             raise MessageError(f"value {text!r} is out of range for the column type")
         return value
+    convert.inline = ("digits", safe, factor, scale)  # type: ignore[attr-defined]
     return convert
 
 
@@ -114,6 +118,7 @@ def _char_converter(length: int) -> Converter:
                 raise MessageError(f"value {text!r} is longer than CHAR({length})")
             return stripped.ljust(length)
         return text.ljust(length)
+    convert.inline = ("exact", length)  # type: ignore[attr-defined]
     return convert
 
 
@@ -122,6 +127,7 @@ def _varchar_converter(length: int) -> Converter:
         if len(text) > length:
             raise MessageError(f"value {text!r} is longer than VARCHAR({length})")
         return text
+    convert.inline = ("max", length)  # type: ignore[attr-defined]
     return convert
 
 
@@ -138,6 +144,8 @@ def _datetime_converter(fmt: TimeFormat, length: int) -> Converter:
                 cache.clear()
             cache[text] = out
         return out
+    # compile_row reads the cache directly: clear() keeps the dict, so the bound get stays valid
+    convert.inline = ("cached", cache.get)  # type: ignore[attr-defined]
     return convert
 
 
@@ -163,3 +171,46 @@ def build_converter(column: Column, dateformat: str | TimeFormat | None = None,
         return _datetime_converter(dateformat, column.external_length)
     where = f"table {table} column {column.name}" if table else f"column {column.name}"
     raise DefinitionError(f"{where}: type {t} not supported")
+
+
+def compile_row(converters: Sequence[Converter], skip: int = 0) -> RowConverter:
+    """One function for a whole record: ``values`` holds ``skip`` leading fields, then exactly
+    one text (or None) per converter; it returns the converted list, None kept as None.
+
+    The result equals calling each converter, which still raises every error: the common cases
+    (a VARCHAR within its length, a CHAR of its exact length, plain digits of a NUMBER, a cached
+    DATETIME) are tested inline and only the rest reach the converter. Generated once per
+    table, so a record costs one call instead of one per column.
+    """
+    space: dict[str, Any] = {}
+    names = [f"_{i}" for i in range(skip)]
+    items = []
+    for i, convert in enumerate(converters):
+        t, c = f"t{i}", f"c{i}"
+        names.append(t)
+        space[c] = convert
+        kind = getattr(convert, "inline", None)
+        tag = kind[0] if kind else None
+        if tag == "max":
+            items.append(f"{t} if {t} is None or len({t}) <= {kind[1]} else {c}({t})")
+        elif tag == "exact":
+            items.append(f"{t} if {t} is None or len({t}) == {kind[1]} else {c}({t})")
+        elif tag == "digits":
+            safe, factor, scale = kind[1], kind[2], kind[3]
+            digits = (f"int({t}) if len({t}) <= {safe} and {t}.isdigit() and {t}.isascii()"
+                      if scale == 0 else
+                      # w.f with exactly ``scale`` fraction digits: the digits of w and f
+                      f"int(u) if {t}[{-scale - 1}:{-scale}] == '.' and {scale + 1} < len({t})"
+                      f" <= {safe + scale + 1} and (u := {t}[:{-scale - 1}] + {t}[{-scale}:])"
+                      f".isdigit() and u.isascii() else int({t}) * {factor} if len({t}) <= "
+                      f"{safe} and {t}.isdigit() and {t}.isascii()")
+            items.append(f"None if {t} is None else {digits} else {c}({t})")
+        elif tag == "cached":
+            space[f"g{i}"] = kind[1]
+            items.append(f"None if {t} is None else g{i}({t}) or {c}({t})")
+        else:
+            items.append(f"None if {t} is None else {c}({t})")
+    unpack = f"    ({', '.join(names)},) = values\n" if names else ""
+    source = f"def row(values):\n{unpack}    return [{', '.join(items)}]\n"
+    exec(compile(source, "<parsers.convert.compile_row>", "exec"), space)  # noqa: S102
+    return space["row"]

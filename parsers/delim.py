@@ -21,7 +21,7 @@ from typing import Any
 
 from gendef.model import Definitions, Table
 from parsers.base import ParserBase
-from parsers.convert import Converter, build_converter
+from parsers.convert import Converter, RowConverter, build_converter, compile_row
 from parsers.model import DELETE, INSERT, MISSING, TRUNCATE, Message, Op
 from parsers.timefmt import TimeFormat, compile_format
 from parsers.values import FieldIndex, compile_items
@@ -47,6 +47,7 @@ class Dialect:
         "_plain_escapes",
         "_quoted_null",
         "_scan_escapes",
+        "_scan_unquoted",
         "_token",
         "crlf",
         "fielddelim",
@@ -92,6 +93,8 @@ class Dialect:
         delimiter_chars = set(fielddelim) | set(linedelim) | set(quote)
         self._scan_escapes = tuple(s for s in ordered if set(s) & delimiter_chars)
         self._plain_escapes = tuple(s for s in ordered if s not in self._scan_escapes)
+        # those a body without the quote may still hold
+        self._scan_unquoted = tuple(s for s in self._scan_escapes if quote not in s)
         self._always_scan = linedelim in fielddelim
         # csv.reader (C speed) reads quoted bodies of the classic form (see _csv_rows)
         classic = (len(fielddelim) == 1 and len(quote) == 1 and linedelim == "\n"
@@ -136,6 +139,29 @@ class Dialect:
         def unescape(value: str) -> str:
             return sub(lambda m: escapes[m.group()], value)
         return unescape
+
+    def one_line(self, body: str) -> Record | None:
+        """The values of a non-empty body without line delimiter, quote or escape that needs
+        the tokenizer (a message per record, the common case); None: use ``split``.
+
+        The same values ``split`` returns for such a body as its one record.
+        """
+        if (not body or self._always_scan or self.linedelim in body or self.quote in body):
+            return None
+        for seq in self._scan_unquoted:
+            if seq in body:
+                return None
+        values: Record = body.split(self.fielddelim)
+        null = self.nullindicator
+        if null is None:
+            null = ""
+        if null in values:
+            values = [None if v == null else v for v in values]
+        if self._plain_escapes:
+            unescape = self._unescaper(body, self._plain_escapes)
+            if unescape is not None:
+                values = [unescape(v) if v is not None else None for v in values]
+        return values
 
     def split(self, body: str) -> list[Record]:
         """Records of values: NULL as None, escapes replaced. An empty record is ``[]``."""
@@ -239,6 +265,7 @@ class _TablePlan:
     keys: tuple[int, ...]
     min_groups: int  # column groups a record must hold so that every key column is present
     width: int  # number of columns
+    row: RowConverter  # the header fields, then one text per column → the converted image
 
 
 class DelimParser(ParserBase):
@@ -270,6 +297,7 @@ class DelimParser(ParserBase):
                 self._formats[fmt] = compile_format(fmt, date_only=True,
                                                     prop=f"delim.dateformat{suffix}")
         self._plans: dict[str, _TablePlan] = {}
+        self._one_line = self._dialect.one_line
         self._record = self._record_function(d)
         self._needs_now = isinstance(d.timestamp, SysTs) or (
             d.timestamp is None and "timestamp" not in fields)
@@ -289,7 +317,8 @@ class DelimParser(ParserBase):
             keys = table.key_indexes
             plan = _TablePlan(table, tuple(converters),
                               tuple(c.name.upper() for c in table.columns), keys,
-                              max(keys) + 1 if keys else 0, len(converters))
+                              max(keys) + 1 if keys else 0, len(converters),
+                              compile_row(converters, self._n))
             self._plans[table.name] = plan
         self._plans[name] = plan
         return plan
@@ -298,13 +327,20 @@ class DelimParser(ParserBase):
 
     def parse(self, message: Message) -> list[Op]:
         body = message.body
-        if isinstance(body, bytes):
+        if type(body) is not str:
             try:
                 body = body.decode("utf-8")
             except UnicodeDecodeError as error:
                 raise MessageError(f"body is not UTF-8 text ({error.reason} at byte "
                                    f"{error.start})", source=message.name) from None
         now = time.time_ns() // 1000 if self._needs_now else 0
+        values = self._one_line(body)
+        if values is not None:
+            try:
+                return [self._record(message, values, now, 0)]
+            except MessageError as error:
+                where = "record 1" + (f", {error.position}" if error.position else "")
+                raise MessageError(error.reason, source=message.name, position=where) from None
         try:
             records = self._dialect.split(body)
         except MessageError as error:
@@ -323,34 +359,52 @@ class DelimParser(ParserBase):
 
     def _record_function(self, d: DelimSettings) -> Callable[[Message, Record, int, int], Op]:
         """The per-record step with every getter bound once (items that are always None, such
-        as ``*txid`` or an unset txname, are not called at all)."""
+        as ``*txid`` or an unset txname, are not called at all; ``*ts``, ``$jmsid`` and an
+        optype code are read inline; a table named by one header field is found by that
+        field's text)."""
         n, items, plans, plan_for = self._n, self._items, self._plans, self._plan
         images, single = self._images, self._k == 1
         table_of, optype_of, timestamp_of = items.table, items.optype, items.timestamp
+        table_field, optype_field = items.table_field, items.optype_field
+        codes = items.optype_codes if optype_field is not None else None
+        ts_now, seqid_is_id = items.timestamp_is_now, items.seqid_is_id
         seqid_of = None if isinstance(d.seqid, SysSeqid) else items.seqid
         txid_of = None if d.txid is None or isinstance(d.txid, SysTxid) else items.txid
         txind_of = items.txind
         txname_of = items.txname if d.txname is not None else None
         txowner_of = items.txowner if d.txowner is not None else None
         convert = self._convert
+        by_text: dict[str | None, _TablePlan] = {}  # table field text → plan (names with a dot)
 
         def record(message: Message, values: Record, now: int, ordinal: int) -> Op:
             if len(values) < n:
                 raise MessageError(f"{len(values)} fields, fewer than the {n} header fields")
-            name = table_of(message, values)
-            plan = plans.get(name) or plan_for(name)
-            optype = optype_of(message, values)
+            plan = by_text.get(values[table_field]) if table_field is not None else None
+            if plan is None:
+                name = table_of(message, values)
+                plan = plans.get(name) or plan_for(name)
+                if table_field is not None and "." in name:  # the field's text alone named it
+                    if len(by_text) >= 1024:
+                        by_text.clear()
+                    by_text[values[table_field]] = plan
+            optype = codes.get(values[optype_field]) if codes is not None else None
+            if optype is None:
+                optype = optype_of(message, values)
             if optype == TRUNCATE:
                 before = after = None
             elif single and len(values) - n == plan.width:  # every column, one value each
-                before = convert(plan, values[n:], plan.width, 0)
-                after = None
-                if optype != DELETE:
+                try:
+                    after = plan.row(values)
+                except MessageError:  # again column by column, for the field's position
+                    after = convert(plan, values[n:], plan.width, 0)
+                before = None
+                if optype == DELETE:
                     before, after = after, before
             else:
                 before, after = images(plan, optype, values)
-            return Op(plan.table, optype, timestamp_of(message, values, now),
-                      seqid_of(message, values) if seqid_of else None,
+            return Op(plan.table, optype, now if ts_now else timestamp_of(message, values, now),
+                      message.id if seqid_is_id else seqid_of(message, values) if seqid_of
+                      else None,
                       txid_of(message, values) if txid_of else None,
                       txind_of(message, values) if txind_of else None,
                       txname_of(message, values) if txname_of else None,

@@ -176,6 +176,12 @@ class HeaderItems:
 
     ``txind`` is None when no indicator is configured (one transaction per message). ``used``
     holds the header-field positions some item reads (fixed-width outputs the others).
+    ``table_field``: the header field the table name is read from when that is its only source
+    (a name holding a ``.`` then depends on that field's text alone, so parsers may cache by it).
+    ``optype_field``/``optype_codes``: the optype header field and its exact codes, for parsers
+    that look the code up inline (anything not in ``optype_codes`` goes through ``optype``).
+    ``timestamp_is_now``: ``timestamp`` returns the parse time (``*ts``); ``seqid_is_id``:
+    ``seqid`` returns ``message.id`` (``$jmsid``) — so parsers may skip those calls.
     """
 
     table: Callable[[object, Fields], str]
@@ -187,6 +193,11 @@ class HeaderItems:
     txname: Getter
     txowner: Getter
     used: frozenset[int]
+    table_field: int | None = None
+    optype_field: int | None = None
+    optype_codes: Mapping[str, str] | None = None
+    timestamp_is_now: bool = False
+    seqid_is_id: bool = False
 
 
 def _default(configured: Expr | None, fields: FieldIndex, name: str,
@@ -198,7 +209,15 @@ def _default(configured: Expr | None, fields: FieldIndex, name: str,
 
 def compile_table(common: ParserCommon, fields: FieldIndex, *,
                   prefix: str) -> tuple[Callable[[object, Fields], str], list[Expr]]:
-    """The table-name getter (§3.2, §3.5) and the expressions it reads.
+    """The table-name getter (§3.2, §3.5) and the expressions it reads."""
+    table, exprs, _ = _compile_table(common, fields, prefix=prefix)
+    return table, exprs
+
+
+def _compile_table(common: ParserCommon, fields: FieldIndex, *, prefix: str,
+                   ) -> tuple[Callable[[object, Fields], str], list[Expr], int | None]:
+    """``compile_table``, plus the header-field position the name is read from when that is its
+    one source (else None).
 
     Precedence: ``<p>.schemaandtable``, ``<p>.table`` (with ``<p>.schema``; for delim, else
     field ``schema``), header field ``schemaandtable``, header field ``table`` (with
@@ -247,7 +266,7 @@ def compile_table(common: ParserCommon, fields: FieldIndex, *,
         if not owner:
             raise MessageError(f"table {name!r}: two-part name needed (no schema)")
         return f"{owner}.{name}"
-    return table, exprs
+    return table, exprs, field_i
 
 
 def _coded(expr: Expr, fields: FieldIndex, prop: str, codes: dict[str, Any],
@@ -267,7 +286,7 @@ def _coded(expr: Expr, fields: FieldIndex, prop: str, codes: dict[str, Any],
 
 def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> HeaderItems:
     """Compile every common item of a fixed or delimited parser against its header fields."""
-    table, table_exprs = compile_table(common, fields, prefix=prefix)
+    table, table_exprs, table_field = _compile_table(common, fields, prefix=prefix)
     optype_expr = _default(common.optype, fields, "optype", None)
     if optype_expr is None:
         raise PropertyError("no optype source: set it or name a header field optype",
@@ -277,8 +296,10 @@ def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> H
     txid_expr = common.txid if common.txid is not None else SysTxid()
     txind_expr = _default(common.txind, fields, "txind", None)
 
-    optype = _coded(optype_expr, fields, f"{prefix}.optype",
-                    optype_codes(common.optype_values), optype_mapper(common.optype_values))
+    codes = optype_codes(common.optype_values)
+    optype = _coded(optype_expr, fields, f"{prefix}.optype", codes,
+                    optype_mapper(common.optype_values))
+    optype_field = fields.get(optype_expr.name) if isinstance(optype_expr, Field) else None
     txind = None
     if txind_expr is not None:
         txind = _coded(txind_expr, fields, f"{prefix}.txind",
@@ -303,4 +324,9 @@ def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> H
         txname=getter(common.txname, "txname", False),
         txowner=getter(common.txowner, "txowner", False),
         used=used,
+        table_field=table_field,
+        optype_field=optype_field,
+        optype_codes=codes if optype_field is not None else None,
+        timestamp_is_now=isinstance(timestamp_expr, SysTs),
+        seqid_is_id=isinstance(seqid_expr, JmsId),
     )
