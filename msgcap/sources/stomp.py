@@ -10,7 +10,10 @@
   and re-subscribing happen in ``receive`` on the capture thread, which then raises ``Redelivery``.
 * Bodies stay bytes until we decide: ActiveMQ sends ``content-length`` for BytesMessages only, so
   a frame without it is a TextMessage and is decoded as UTF-8.
-* An ``ERROR`` frame in answer to CONNECT (authentication, protocol) stops capture.
+* An ``ERROR`` frame in answer to CONNECT (authentication, protocol) stops capture, except
+  "client-id already connected": the broker still holds our previous connection, whose
+  unacknowledged messages it has not yet put back; we wait (back-off) so that they are
+  redelivered before anything newer and the order on the queue is kept.
 """
 
 from __future__ import annotations
@@ -192,7 +195,10 @@ class StompSource(Source):
                 conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=ca,
                              cert_file=cert, key_file=key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
             conn.set_listener("msgcap", listener)
-            headers = {"client-id": self._client_id} if self.topic else {}
+            # The client-id makes the broker refuse us while it still holds our previous
+            # connection (after a crash or a lost link): its unacknowledged messages must go
+            # back to the queue before we subscribe, or they would come after newer ones.
+            headers = {"client-id": self._client_id}
             failure = None
             try:
                 # stomp.py's own wait has no deadline: wait for the listener instead.
@@ -205,8 +211,9 @@ class StompSource(Source):
                 failure = str(exc) or type(exc).__name__
             if failure is not None:
                 _quiet_disconnect(conn)
-                if listener.connect_error is not None:
-                    raise SourceError(f"broker refused the connection: {listener.connect_error}",
+                refused = listener.connect_error
+                if refused is not None and "already connected" not in refused:
+                    raise SourceError(f"broker refused the connection: {refused}",
                                       url=endpoint.url)
                 delay = self._backoff.delay()
                 log.warning("cannot connect to %s (%s); retrying in %.1f s", endpoint.url,

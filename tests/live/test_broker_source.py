@@ -144,3 +144,26 @@ def test_kill9_inside_a_spilled_transaction_then_restart(work, broker, queue) ->
     assert [t for _, t, _ in trail[:n]] == [0] + [1] * (n - 2) + [2]
     assert not spill.exists()
     assert "replayed" in (work.root / "dirrpt" / "SALES.log").read_text()
+
+
+@pytest.mark.broker
+def test_capture_waits_while_the_broker_still_holds_its_previous_connection(work, broker, queue):
+    """The client-id (trail.extract) keeps a restarted capture out until the broker has put the
+    old connection's unacknowledged messages back, so the queue order is kept."""
+    import stomp
+
+    work.properties(jms_url=broker.url, jms_destination=queue)
+    work.msgcap("send", "--prop", str(work.prop),
+                str(work.dump("in.jsonl", [work.body(i) for i in (1, 2)])), check=True)
+    blocker = stomp.Connection12([("127.0.0.1", broker.port)])
+    blocker.connect(wait=True, headers={"client-id": "SALES"})
+    proc = work.start("run", "--prop", str(work.prop), "--max-idle", "1")
+    log = work.root / "dirrpt" / "SALES.log"
+    deadline = time.monotonic() + 60
+    while not (log.exists() and "already connected" in log.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    assert work.trail() == []
+    blocker.disconnect()
+    assert proc.wait(timeout=120) == 0
+    assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002"]
