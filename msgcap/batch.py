@@ -43,7 +43,7 @@ from typing import Any, Self, TextIO
 
 from msgcap import dumps
 from msgcap.assembler import Assembler, AssemblerState, ImageRules
-from msgcap.msgid import IdWidthError, MessageIds
+from msgcap.msgid import MessageIds
 from msgcap.pipeline import DiscardFile, Pipeline, Stats
 from msgcap.trail.dumpfmt import scaled
 from msgcap.trail.encoder import TrailEncoder
@@ -279,7 +279,7 @@ def skeleton(job: Job, split: Split) -> Skeleton:
                 msgs.append((_BAD, "", None))
                 continue
             msgs.append((_OK, message.name, tuple(_skeleton_op(checker, op) for op in ops)))
-    except (IdWidthError, SourceError):
+    except MsgcapError:  # not discardable (id width, unreadable dump): the job stops there
         msgs.append((_FATAL, "", None))
     out.last_id = ids.last
     return out
@@ -608,7 +608,9 @@ def op_rows(tx: TrailTransaction, first: bool, last: bool,
             for col, v in zip(columns, main.key_before, strict=False):
                 if v is not MISSING and v is not None:
                     before[col.name] = _text(v, col.scale)
-        source, position = origins.get(id(main), ("", 0))
+        for rec in group[:-1]:
+            origins.pop(id(rec), None)
+        source, position = origins.pop(id(main), ("", 0))
         yield {"source_file": source, "position": position, "txid": tx.txid,
                "seqid": main.seqid, "commit_us": main.io_time, "table": main.table.name,
                "op": OP_NAMES.get(main.iotype, str(main.iotype)), "transind": ind,
@@ -775,8 +777,9 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
                 writer.flush_durable()
             finally:
                 writer.close()
-                if "trail" not in formats:
+                if "trail" not in formats:  # encoded all the same: the errors are the same
                     shutil.rmtree(trail_dir, ignore_errors=True)
+                    result.stats.trail_files.clear()
             if error is not None:
                 raise error
             if "trail" in formats:
