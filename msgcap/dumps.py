@@ -91,14 +91,49 @@ def jsonl_message(raw: bytes, path: str, number: int) -> Message | None:
     return message_from_entry(obj, where)
 
 
+_CHUNK = 1 << 20
+
+
 def read_text_lines(path: str) -> Iterator[Message]:
-    """Each non-empty line (terminator ``\\n`` or ``\\r\\n`` removed) is one message body."""
+    """Each non-empty line (terminator ``\\n`` or ``\\r\\n`` removed) is one message body.
+
+    Read in chunks of whole lines: a chunk that is valid UTF-8 is decoded once (its lines are
+    then valid too, as ``\\n`` never occurs inside a UTF-8 sequence); any other chunk goes line
+    by line through ``text_line_message``, so an invalid line stays bytes.
+    """
     name = os.path.basename(path)
+    number = 0
     with _open(path, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            message = text_line_message(raw, name, path, number)
-            if message is not None:
-                yield message
+        rest = b""
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                if rest:  # a last line without terminator
+                    message = text_line_message(rest, name, path, number + 1)
+                    if message is not None:
+                        yield message
+                return
+            cut = chunk.rfind(b"\n")
+            if cut < 0:
+                rest += chunk
+                continue
+            data, rest = rest + chunk[:cut], chunk[cut + 1:]
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                for raw in data.split(b"\n"):
+                    number += 1
+                    message = text_line_message(raw, name, path, number)
+                    if message is not None:
+                        yield message
+                continue
+            lines = text.split("\n")
+            if "\r" in text:
+                lines = [line[:-1] if line[-1:] == "\r" else line for line in lines]
+            for line in lines:
+                number += 1
+                if line:
+                    yield Message(f"{name}:{number}", {}, line, None, f"{path}:{number}")
 
 
 def text_line_message(raw: bytes, name: str, path: str, number: int) -> Message | None:

@@ -136,7 +136,7 @@ class MessageIds:
     ``time``, the value the next id must exceed. ``clock`` returns nanoseconds (tests pass a fake).
     """
 
-    __slots__ = ("_clock", "_func", "_last", "_width", "mode")
+    __slots__ = ("_clock", "_func", "_last", "_last_us", "_width", "mode")
 
     def __init__(self, mode: str = "time", last_id: str | None = None,
                  clock: Callable[[], int] = time.time_ns) -> None:
@@ -148,6 +148,8 @@ class MessageIds:
         if self._func is None and last_id is not None and not (
                 len(last_id) == 20 and last_id.isdigit()):
             self._last, self._width = None, 20  # recovered id of another mode: width only
+        # time mode: the last id as a number, so the next one is compared without parsing
+        self._last_us = int(self._last) if self._func is None and self._last else -1
 
     @property
     def last(self) -> str | None:
@@ -157,16 +159,24 @@ class MessageIds:
         """The id of this message; raises MessageError (discardable) or IdWidthError (fatal)."""
         if self._func is None:
             now = self._clock() // 1000
-            if self._last is not None and now <= int(self._last):
-                now = int(self._last) + 1
+            if now <= self._last_us:
+                now = self._last_us + 1
             ident = f"{now:020d}"
+            if len(ident) != self._width:
+                self._check_width(message, ident)
+            self._last_us = now
         else:
             ident = self._func(message)
-        if self._width is None:
-            self._width = len(ident)
-        elif len(ident) != self._width:
-            raise IdWidthError(
-                f"message {message.name}: id width changed from {self._width} to {len(ident)} "
-                f"(previous id {self._last!r}, new id {ident!r}); jms.id ids must be fixed-width")
+            if len(ident) != self._width:
+                self._check_width(message, ident)
         self._last = ident
         return ident
+
+    def _check_width(self, message: Message, ident: str) -> None:
+        """The first id fixes the width; a later one of another width is fatal."""
+        if self._width is not None:
+            raise IdWidthError(
+                f"message {message.name}: id width changed from {self._width} to {len(ident)} "
+                f"(previous id {self._last!r}, new id {ident!r}); jms.id ids must be "
+                "fixed-width")
+        self._width = len(ident)

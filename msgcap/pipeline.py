@@ -186,17 +186,20 @@ class Pipeline:
             outcome = self.assembler.add(message, self.parser.parse(message))
         except MessageError as exc:
             return self._reject(message, exc.located(message.name), raw_id)
-        result = Processed(ack_now=outcome.ack_now, duplicate=outcome.duplicate)
+        written: list[tuple[Assembled, Position]] = []
+        result = Processed(written, outcome.ack_now, outcome.duplicate, None)
         if outcome.duplicate:
             stats.duplicates += 1
-        stats.skipped_transactions += outcome.skipped_transactions
+        if outcome.skipped_transactions:
+            stats.skipped_transactions += outcome.skipped_transactions
+        write = self.writer.write_transaction
         for done in outcome.completed:
             try:
-                position = self.writer.write_transaction(done.tx)
+                position = write(done.tx)
             except MessageError as exc:
                 # e.g. a record over the trail's size limit: the whole transaction is lost
                 return self._reject(message, exc.located(message.name), raw_id, result)
-            result.written.append((done, position))
+            written.append((done, position))
             self._count(done, position)
         return result
 
@@ -224,9 +227,11 @@ class Pipeline:
             ops[key] = ops.get(key, 0) + n
         stats.last_position = position
         stats.last_commit_us = done.tx.records[-1].io_time
-        file = getattr(position, "file", "")
-        if file and (not stats.trail_files or stats.trail_files[-1] != file):
-            stats.trail_files.append(file)
+        file = position.file if type(position) is Position else getattr(position, "file", "")
+        if file:
+            files = stats.trail_files
+            if not files or files[-1] != file:
+                files.append(file)
 
 
 def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
