@@ -294,7 +294,8 @@ def test_encode_failure_moves_transaction_numbers(spark, tmp_path, monkeypatch, 
     prop = Path("dirprm/orders.properties")
     prop.write_text(prop.read_text() + "\njms.id=JMSMessageID\nerror.policy=discard\n"
                     "error.file=dirrpt/orders.dsc\n")
-    bodies = [json.loads(line)["body"] for line in Path("messages/orders.jsonl").open()]
+    bodies = [json.loads(line)["body"]
+              for line in Path("messages/orders.jsonl").read_text().splitlines()]
     entries = []
     for i in range(8):
         body = bodies[i % 2].replace('id="T100', f'id="T{i}-')
