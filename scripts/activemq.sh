@@ -52,8 +52,10 @@ _write_conf() {
       </policyEntries></policyMap>
     </destinationPolicy>
     <persistenceAdapter>
+      <!-- concurrentStoreAndDispatchQueues=false: with it, a consumer draining a queue while a
+           producer fills it can be handed messages out of order (or one skipped until later). -->
       <kahaDB directory="$DIR/data/kahadb" journalDiskSyncStrategy="periodic"
-              journalDiskSyncInterval="200"/>
+              journalDiskSyncInterval="200" concurrentStoreAndDispatchQueues="false"/>
     </persistenceAdapter>
     <systemUsage><systemUsage>
       <memoryUsage><memoryUsage limit="128 mb"/></memoryUsage>
