@@ -241,11 +241,16 @@ class Assembler:
 
         The Ops' value lists are taken over by the records (not copied).
         """
+        if len(ops) == 1 and self._open is None and ops[0].txind is None:
+            try:
+                out = self._add_one(message, ops[0])
+            except MessageError as exc:
+                raise exc.located(message.name) from None
+            if out is not None:
+                return out
         saved = (self._seq, self._txid, self._last, self._open)
         mark = self._open.mark() if self._open is not None else None
         try:
-            if len(ops) == 1 and mark is None and ops[0].txind is None:
-                return self._add_one(message, ops[0])
             return self._add(message, ops)
         except MessageError as exc:
             self._seq, self._txid, self._last, self._open = saved
@@ -253,22 +258,23 @@ class Assembler:
                 self._open.rollback(mark)
             raise exc.located(message.name) from None
 
-    def _add_one(self, message: Message, op: Op) -> Outcome:
-        """``_add`` of the common message: one op, no txind, no transaction open."""
+    def _add_one(self, message: Message, op: Op) -> Outcome | None:
+        """``_add`` of the common message — one op, no txind, no transaction open — changing
+        nothing unless it succeeds; None when the op is already written (``_add`` skips it)."""
         seqid = op.seqid
         if seqid is not None and self._last is not None and self._is_written(op):
-            return self._add(message, (op,))  # skipped as already written
-        txid = op.txid
+            return None
+        txid, txnum = op.txid, self._txid
         if txid is None:
-            self._txid += 1
-            txid = str(self._txid)
+            txnum += 1
+            txid = str(txnum)
+        seq = self._seq
         if seqid is None:
-            self._seq += 1
-            seqid = f"{self._seq:020d}"
+            seq += 1
+            seqid = f"{seq:020d}"
         tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
-        self._last = (seqid, op.ordinal)
-        name = message.name
-        return Outcome([Assembled(tx, [message], {(op.table.name, op.optype): 1}, name)],
+        self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
+        return Outcome([Assembled(tx, [message], {(op.table.name, op.optype): 1}, message.name)],
                        False, False, 0)
 
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:

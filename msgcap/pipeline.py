@@ -200,7 +200,17 @@ class Pipeline:
                 # e.g. a record over the trail's size limit: the whole transaction is lost
                 return self._reject(message, exc.located(message.name), raw_id, result)
             written.append((done, position))
-            self._count(done, position)
+            stats.transactions += 1
+            ops = stats.operations
+            for key, n in done.ops.items():
+                ops[key] = ops.get(key, 0) + n
+            stats.last_position = position
+            stats.last_commit_us = done.tx.records[-1].io_time
+            file = position.file if type(position) is Position else getattr(position, "file", "")
+            if file:
+                files = stats.trail_files
+                if not files or files[-1] != file:
+                    files.append(file)
         return result
 
     def finish(self) -> None:
@@ -218,20 +228,6 @@ class Pipeline:
         result.ack_now = True
         result.discarded = error
         return result
-
-    def _count(self, done: Assembled, position: Position) -> None:
-        stats = self.stats
-        stats.transactions += 1
-        ops = stats.operations
-        for key, n in done.ops.items():
-            ops[key] = ops.get(key, 0) + n
-        stats.last_position = position
-        stats.last_commit_us = done.tx.records[-1].io_time
-        file = position.file if type(position) is Position else getattr(position, "file", "")
-        if file:
-            files = stats.trail_files
-            if not files or files[-1] != file:
-                files.append(file)
 
 
 def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,

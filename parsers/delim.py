@@ -379,14 +379,15 @@ class DelimParser(ParserBase):
         def record(message: Message, values: Record, now: int, ordinal: int) -> Op:
             if len(values) < n:
                 raise MessageError(f"{len(values)} fields, fewer than the {n} header fields")
-            plan = by_text.get(values[table_field]) if table_field is not None else None
+            text = values[table_field] if table_field is not None else None
+            plan = by_text.get(text)
             if plan is None:
                 name = table_of(message, values)
                 plan = plans.get(name) or plan_for(name)
-                if table_field is not None and "." in name:  # the field's text alone named it
+                if text is not None and "." in text:  # a two-part name: the field's text alone
                     if len(by_text) >= 1024:
                         by_text.clear()
-                    by_text[values[table_field]] = plan
+                    by_text[text] = plan
             optype = codes.get(values[optype_field]) if codes is not None else None
             if optype is None:
                 optype = optype_of(message, values)
