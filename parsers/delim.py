@@ -42,6 +42,8 @@ class Dialect:
     __slots__ = (
         "_always_scan",
         "_csv_args",
+        "_csv_feed",
+        "_csv_reader",
         "_escape_re",
         "_escapes",
         "_plain_escapes",
@@ -104,6 +106,9 @@ class Dialect:
         self._csv_args = ({"delimiter": fielddelim, "quotechar": quote, "doublequote": True,
                            "strict": True} if classic else None)
         self._token = self._tokenizer(ordered)
+        # one-line quoted bodies: one csv.reader kept, fed a line at a time (see _csv_line)
+        self._csv_feed: list[str] = []
+        self._csv_reader = self._line_reader()
 
     def _tokenizer(self, escapes: list[str]) -> re.Pattern[str]:
         """One value and the separator after it: quoted, or unquoted up to a delimiter."""
@@ -141,17 +146,25 @@ class Dialect:
         return unescape
 
     def one_line(self, body: str) -> Record | None:
-        """The values of a non-empty body without line delimiter, quote or escape that needs
-        the tokenizer (a message per record, the common case); None: use ``split``.
+        """The values of a non-empty body without line delimiter that ``str.split`` or
+        ``csv.reader`` reads (a message per record, the common case); None: use ``split``.
 
         The same values ``split`` returns for such a body as its one record.
         """
-        if (not body or self._always_scan or self.linedelim in body or self.quote in body):
+        if not body or self._always_scan or self.linedelim in body:
             return None
-        for seq in self._scan_unquoted:
-            if seq in body:
+        if self.quote in body:
+            for seq in self._scan_escapes:
+                if seq in body:
+                    return None
+            values: Record | None = self._csv_line(body)
+            if values is None:
                 return None
-        values: Record = body.split(self.fielddelim)
+        else:
+            for seq in self._scan_unquoted:
+                if seq in body:
+                    return None
+            values = body.split(self.fielddelim)
         null = self.nullindicator
         if null is None:
             null = ""
@@ -162,6 +175,29 @@ class Dialect:
             if unescape is not None:
                 values = [unescape(v) if v is not None else None for v in values]
         return values
+
+    def _line_reader(self) -> Any:
+        """A csv.reader over ``_csv_feed`` (None without the classic form)."""
+        if self._csv_args is None:
+            return None
+        return csv.reader(iter(self._csv_feed.pop, None), **self._csv_args)
+
+    def _csv_line(self, body: str) -> list[str] | None:
+        """``_csv_rows`` of a one-line body, by the kept reader: no reader built per message.
+
+        A line csv cannot finish (an open quote asks for the next line: the empty feed raises
+        IndexError) or rejects leaves the reader mid-record, so it is replaced.
+        """
+        reader, quoted_null = self._csv_reader, self._quoted_null
+        if reader is None or "\r" in body or (quoted_null and quoted_null in body):
+            return None
+        self._csv_feed.append(body)
+        try:
+            return next(reader)
+        except (csv.Error, IndexError, StopIteration):
+            self._csv_feed.clear()
+            self._csv_reader = self._line_reader()
+            return None
 
     def split(self, body: str) -> list[Record]:
         """Records of values: NULL as None, escapes replaced. An empty record is ``[]``."""

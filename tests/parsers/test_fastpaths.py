@@ -107,11 +107,22 @@ def test_one_line_equals_the_one_record_split_gives(which, body):
     assert dialect.split(body) == [values]
 
 
+def test_one_line_reader_recovers_after_an_unfinished_or_bad_line():
+    d = Dialect()
+    assert d.one_line('"a,b') is None  # open quote: csv wants another line
+    assert d.one_line('x,"y"') == ["x", "y"]
+    assert d.one_line('"a"b,c') is None  # text after the closing quote
+    assert d.one_line('"p",q') == ["p", "q"]
+    with pytest.raises(MessageError):
+        d.split('"a"b,c')
+
+
 def test_one_line_declines_what_needs_split():
     d = Dialect(nullindicator="NULL")
     assert d.one_line("a,NULL,c") == ["a", None, "c"]
-    for body in ("", "a\nb", '"a",b', "a,b\n"):
+    for body in ("", "a\nb", "a,b\n", '"a""b"', '"a\r",b', '"NULL",b'):
         assert d.one_line(body) is None
+    assert d.one_line('"a,b",c') == ["a,b", "c"]
     assert Dialect(fielddelim_escaped="$,").one_line("a$,b") is None  # shares the delimiter
     assert Dialect(nullindicator="N", nullindicator_escaped="~N~").one_line("~N~,N") == [
         "N", None]
