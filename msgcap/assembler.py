@@ -241,13 +241,10 @@ class Assembler:
 
         The Ops' value lists are taken over by the records (not copied).
         """
-        if len(ops) == 1 and self._open is None and ops[0].txind is None:
-            try:
-                out = self._add_one(message, ops[0])
-            except MessageError as exc:
-                raise exc.located(message.name) from None
-            if out is not None:
-                return out
+        if len(ops) == 1:
+            done = self.add_single(message, ops[0])
+            if done is not None:
+                return Outcome([done], False, False, 0)
         saved = (self._seq, self._txid, self._last, self._open)
         mark = self._open.mark() if self._open is not None else None
         try:
@@ -258,24 +255,31 @@ class Assembler:
                 self._open.rollback(mark)
             raise exc.located(message.name) from None
 
-    def _add_one(self, message: Message, op: Op) -> Outcome | None:
-        """``_add`` of the common message — one op, no txind, no transaction open — changing
-        nothing unless it succeeds; None when the op is already written (``_add`` skips it)."""
-        seqid = op.seqid
-        if seqid is not None and self._last is not None and self._is_written(op):
+    def add_single(self, message: Message, op: Op) -> Assembled | None:
+        """``add`` of the common message — its one op, without txind, while no transaction is
+        open — returning the transaction it completes; None for any other case (call ``add``).
+
+        Nothing changes unless it succeeds; a MessageError names the message like ``add``'s.
+        """
+        if op.txind is not None or self._open is not None:
             return None
-        txid, txnum = op.txid, self._txid
-        if txid is None:
-            txnum += 1
-            txid = str(txnum)
-        seq = self._seq
-        if seqid is None:
-            seq += 1
-            seqid = f"{seq:020d}"
-        tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
+        try:
+            seqid = op.seqid
+            if seqid is not None and self._last is not None and self._is_written(op):
+                return None  # already in the trail: ``add`` skips it
+            txid, txnum = op.txid, self._txid
+            if txid is None:
+                txnum += 1
+                txid = str(txnum)
+            seq = self._seq
+            if seqid is None:
+                seq += 1
+                seqid = f"{seq:020d}"
+            tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
+        except MessageError as exc:
+            raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
-        return Outcome([Assembled(tx, [message], {(op.table.name, op.optype): 1}, message.name)],
-                       False, False, 0)
+        return Assembled(tx, [message], {(op.table.name, op.optype): 1}, message.name)
 
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()

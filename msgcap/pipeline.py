@@ -183,17 +183,26 @@ class Pipeline:
         raw_id = message.id
         try:
             message.id = self.ids.next_id(message)
-            outcome = self.assembler.add(message, self.parser.parse(message))
+            ops = self.parser.parse(message)
+            # the common message (one op, one transaction) skips the Outcome
+            done = self.assembler.add_single(message, ops[0]) if len(ops) == 1 else None
+            if done is None:
+                outcome = self.assembler.add(message, ops)
         except MessageError as exc:
             return self._reject(message, exc.located(message.name), raw_id)
         written: list[tuple[Assembled, Position]] = []
-        result = Processed(written, outcome.ack_now, outcome.duplicate, None)
-        if outcome.duplicate:
-            stats.duplicates += 1
-        if outcome.skipped_transactions:
-            stats.skipped_transactions += outcome.skipped_transactions
+        if done is not None:
+            result = Processed(written, False, False, None)
+            completed: list[Assembled] = [done]
+        else:
+            result = Processed(written, outcome.ack_now, outcome.duplicate, None)
+            if outcome.duplicate:
+                stats.duplicates += 1
+            if outcome.skipped_transactions:
+                stats.skipped_transactions += outcome.skipped_transactions
+            completed = outcome.completed
         write = self.writer.write_transaction
-        for done in outcome.completed:
+        for done in completed:
             try:
                 position = write(done.tx)
             except MessageError as exc:
@@ -201,9 +210,9 @@ class Pipeline:
                 return self._reject(message, exc.located(message.name), raw_id, result)
             written.append((done, position))
             stats.transactions += 1
-            ops = stats.operations
+            ops_count = stats.operations
             for key, n in done.ops.items():
-                ops[key] = ops.get(key, 0) + n
+                ops_count[key] = ops_count.get(key, 0) + n
             stats.last_position = position
             stats.last_commit_us = done.tx.records[-1].io_time
             file = position.file if type(position) is Position else getattr(position, "file", "")
