@@ -412,6 +412,7 @@ class _Sink:
         self.last: tuple[str | None, int | None, str | None] = (None, None, None)
         self.rows = rows
         self.origins = origins
+        self.split = plan.index
 
     def write_transaction(self, tx: TrailTransaction) -> Position:
         head = self.head_open and not self.head_done
@@ -452,7 +453,11 @@ class _Sink:
         self.chunks.append(data)
         self.size += len(data)
         if self.rows is not None:
-            self.rows.extend(op_rows(tx, first, last, self.origins or {}))
+            rows = list(op_rows(tx, first, last, self.origins or {}))
+            if not last:  # dropped if the rest of the transaction fails to encode
+                for row in rows:
+                    row["tail_of"] = self.split
+            self.rows.extend(rows)
 
 
 class _Discards(DiscardFile):
@@ -770,8 +775,9 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             writer.open()
             try:
                 say(f"encoding {len(planned.plans)} splits")
+                dropped: list[int] = []
                 error = _append_all(sc, bjob, cwd, splits, planned.plans, writer, result, output,
-                                    say)
+                                    say, dropped)
                 if error is None and planned.end_error is not None:
                     error = planned.end_error
                 writer.flush_durable()
@@ -787,7 +793,7 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             for f in formats:
                 if f != "trail":
                     say(f"writing {f} rows")
-                    result.outputs[f] = _write_rows(spark, staging, output, f)
+                    result.outputs[f] = _write_rows(spark, staging, output, f, dropped)
     finally:
         bjob.unpersist()
         shutil.rmtree(staging, ignore_errors=True)
@@ -811,15 +817,18 @@ def _check_output(output: str, formats: tuple[str, ...]) -> None:
 
 
 def _append_all(sc: Any, bjob: Any, cwd: str, splits: list[Split], plans: list[Plan], writer: Any,
-                result: Result, output: str, say: Callable[[str], None]) -> MsgcapError | None:
+                result: Result, output: str, say: Callable[[str], None],
+                dropped: list[int]) -> MsgcapError | None:
     """Encode the planned splits in tasks and append their bytes in order; the stopping error.
 
+    ``dropped`` gets the splits whose tail rows belong to a transaction that failed to encode.
     A split's bytes are valid when its plan's transaction count and head error match what was
     actually written before it; otherwise (a transaction failed to encode under ``discard``) it
     and the splits after it are encoded again with corrected plans.
     """
     planned_txnum = {p.index: p.txnum for p in plans}
     pending: list[bytes] = []  # encoded parts of the transaction open across splits
+    pending_splits: list[int] = []  # the splits they come from
     pending_error: str | None = None
     discards: TextIO | None = None
     stats = result.stats
@@ -865,12 +874,15 @@ def _append_all(sc: Any, bjob: Any, cwd: str, splits: list[Split], plans: list[P
                     _append(writer, b"".join(pending) + view[:ends[0]], 1, r.last, stats)
                     pos = ends[0]
                     ends = ends[1:]
-                pending, pending_error = [], None
+                else:
+                    dropped.extend(pending_splits)
+                pending, pending_splits, pending_error = [], [], None
             _append_group(writer, view, ends, pos, r.last, stats)
             if ends:
                 pos = ends[-1]
             if r.tail:
                 pending.append(bytes(view[pos:r.size]))
+                pending_splits.append(r.index)
             if r.tail_error is not None:
                 pending_error = r.tail_error
             if r.error is not None:
@@ -919,7 +931,7 @@ def _merge(total: Stats, part: Stats) -> None:
         total.last_commit_us = part.last_commit_us
 
 
-def _write_rows(spark: Any, staging: str, output: str, fmt: str) -> str:
+def _write_rows(spark: Any, staging: str, output: str, fmt: str, dropped: list[int]) -> str:
     """The staged operation rows as a table partitioned by table name (parquet or json)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
@@ -941,6 +953,7 @@ def _write_rows(spark: Any, staging: str, output: str, fmt: str) -> str:
         StructField("before", MapType(StringType(), StringType())),
         StructField("null_columns", ArrayType(StringType())),
         StructField("missing_columns", ArrayType(StringType())),
+        StructField("tail_of", IntegerType()),
     ])
     target = os.path.join(output, fmt)
     files = sorted(os.path.join(staging, n) for n in os.listdir(staging)
@@ -949,6 +962,8 @@ def _write_rows(spark: Any, staging: str, output: str, fmt: str) -> str:
         df = spark.read.schema(schema).json(files)
     else:
         df = spark.createDataFrame([], schema)
+    if dropped:
+        df = df.where(F.col("tail_of").isNull() | ~F.col("tail_of").isin(dropped))
     df = (df.withColumn("commit_time", F.timestamp_micros("commit_us"))
           .select("source_file", "position", "txid", "seqid", "commit_time", "table", "op",
                   "transind", "after", "before", "null_columns", "missing_columns"))
