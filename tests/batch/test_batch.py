@@ -314,3 +314,14 @@ def test_encode_failure_moves_transaction_numbers(spark, tmp_path, monkeypatch, 
     want = [json.loads(line) for line in Path("dirrpt/orders.dsc").read_text().splitlines()]
     assert [(g["error"], g["source"], g["message"]) for g in got] == [
         (w["error"], w["source"], w["message"]) for w in want]
+
+
+def test_rows_only(spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    code = main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl", "--output", "o",
+                 "--format", "json", "--progress-interval", "-1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "trail files: none written" in out and "json rows: o/json" in out
+    assert not Path("o/trail").exists() and not Path("o/.staging").exists()
+    assert spark.read.json("o/json").count() == 8
