@@ -30,7 +30,6 @@ from __future__ import annotations
 import bisect
 import io
 import json
-import logging
 import os
 import shutil
 import sys
@@ -60,8 +59,6 @@ from msgcap.trail.records import (
 )
 from parsers.model import MISSING, Message, Op
 from props.errors import MessageError, MsgcapError, SourceError
-
-log = logging.getLogger("msgcap.batch")
 
 FORMATS = ("trail", "parquet", "json")
 KIND_JSONL, KIND_LINES, KIND_FILE = "jsonl", "lines", "file"
@@ -334,6 +331,8 @@ class Plan:
 
 @dataclass(slots=True)
 class Planned:
+    """The plans of the splits the job runs (up to where it stops)."""
+
     plans: list[Plan]
     end_error: MessageError | None = None  # open transaction at the end of the input
 
