@@ -116,3 +116,14 @@ def test_abend_at_every_position(tmp_path, monkeypatch, capsys):
             _batch(["a.jsonl"], f"out{parts}", parts)
         assert str(info.value) in out
         assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat/sa")
+
+
+def test_empty_inputs(tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("empty.jsonl").write_text("")
+    Path("blank.jsonl").write_text("\n\n\n")
+    code, out = _replay(capsys, "empty.jsonl", "blank.jsonl")
+    assert code == 0
+    result = _batch(["empty.jsonl", "blank.jsonl"], "out", 3)
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")  # a file header only
+    assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
