@@ -264,8 +264,10 @@ class Assembler:
         if op.txind is not None or self._open is not None:
             return None
         try:
-            seqid = op.seqid
-            if seqid is not None and self._last is not None and self._is_written(op):
+            seqid, last = op.seqid, self._last
+            # a seqid of the same width past the mark is new; anything else is tested in full
+            if seqid is not None and last is not None and (
+                    len(seqid) != len(last[0]) or seqid <= last[0]) and self._is_written(op):
                 return None  # already in the trail: ``add`` skips it
             txid, txnum = op.txid, self._txid
             if txid is None:

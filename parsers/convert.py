@@ -199,9 +199,10 @@ def compile_row(converters: Sequence[Converter], skip: int = 0) -> RowConverter:
             safe, factor, scale = kind[1], kind[2], kind[3]
             digits = (f"int({t}) if len({t}) <= {safe} and {t}.isdigit() and {t}.isascii()"
                       if scale == 0 else
-                      # w.f with exactly ``scale`` fraction digits: the digits of w and f
+                      # w.f with exactly ``scale`` fraction digits: the digits of w and f (a
+                      # dot before that one is left in u, which then is no number)
                       f"int(u) if {t}[{-scale - 1}:{-scale}] == '.' and {scale + 1} < len({t})"
-                      f" <= {safe + scale + 1} and (u := {t}[:{-scale - 1}] + {t}[{-scale}:])"
+                      f" <= {safe + scale + 1} and (u := {t}.replace('.', '', 1))"
                       f".isdigit() and u.isascii() else int({t}) * {factor} if len({t}) <= "
                       f"{safe} and {t}.isdigit() and {t}.isascii()")
             items.append(f"None if {t} is None else {digits} else {c}({t})")
