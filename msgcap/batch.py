@@ -792,7 +792,8 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             for f in formats:
                 if f != "trail":
                     say(f"writing {f} rows")
-                    result.outputs[f] = _write_rows(spark, staging, output, f, dropped)
+                    _write_rows(spark, staging, output, f, dropped)
+                    result.outputs[f] = os.path.join(output, f)
     finally:
         bjob.unpersist()
         shutil.rmtree(staging, ignore_errors=True)
@@ -930,7 +931,7 @@ def _merge(total: Stats, part: Stats) -> None:
         total.last_commit_us = part.last_commit_us
 
 
-def _write_rows(spark: Any, staging: str, output: str, fmt: str, dropped: list[int]) -> str:
+def _write_rows(spark: Any, staging: str, output: str, fmt: str, dropped: list[int]) -> None:
     """The staged operation rows as a table partitioned by table name (parquet or json)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
@@ -954,7 +955,7 @@ def _write_rows(spark: Any, staging: str, output: str, fmt: str, dropped: list[i
         StructField("missing_columns", ArrayType(StringType())),
         StructField("tail_of", IntegerType()),
     ])
-    target = os.path.join(output, fmt)
+    target = os.path.abspath(os.path.join(output, fmt))  # the JVM has its own working dir
     files = sorted(os.path.join(staging, n) for n in os.listdir(staging)
                    if n.startswith("rows-"))
     if files:
@@ -971,4 +972,3 @@ def _write_rows(spark: Any, staging: str, output: str, fmt: str, dropped: list[i
         writer.parquet(target)
     else:
         writer.json(target)
-    return target

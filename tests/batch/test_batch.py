@@ -252,7 +252,7 @@ def test_rows_match_dump(spark, tmp_path, monkeypatch, capsys):
                          sorted(c["name"] for c in rec["columns"] if c["null"]),
                          sorted(c["name"] for c in rec["columns"] if c.get("missing"))))
     for fmt in ("parquet", "json"):
-        df = getattr(spark.read, fmt)(f"out/{fmt}").selectExpr(
+        df = getattr(spark.read, fmt)(str(tmp_path / "out" / fmt)).selectExpr(
             "*", "date_format(commit_time, \"yyyy-MM-dd'T'HH:mm:ss\") AS ct")
         got = []
         for row in df.orderBy("seqid").collect():
@@ -262,7 +262,7 @@ def test_rows_match_dump(spark, tmp_path, monkeypatch, capsys):
                         sorted(row["null_columns"]), sorted(row["missing_columns"])))
             assert row["source_file"] == "messages.jsonl" and 1 <= row["position"] <= 5
         assert sorted(got, key=lambda g: g[4]) == sorted(expected, key=lambda e: e[4])
-    upd = spark.read.parquet("out/parquet").where("op = 'FIELDCOMP'").orderBy("seqid").first()
+    upd = spark.read.parquet(str(tmp_path / "out/parquet")).where("op = 'FIELDCOMP'").orderBy("seqid").first()
     assert upd["before"]["CITY"] == "Boston" and upd["position"] == 3
     assert upd["missing_columns"] == ["NAME", "CREATED"] and upd["null_columns"] == ["CITY"]
 
@@ -324,4 +324,4 @@ def test_rows_only(spark, tmp_path, monkeypatch, capsys):
     assert code == 0
     assert "trail files: none written" in out and "json rows: o/json" in out
     assert not Path("o/trail").exists() and not Path("o/.staging").exists()
-    assert spark.read.json("o/json").count() == 8
+    assert spark.read.json(str(tmp_path / "o/json")).count() == 8
