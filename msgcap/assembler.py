@@ -192,6 +192,8 @@ class Assembler:
             (restart.last_seqid, restart.last_ordinal) if restart.last_seqid else None)
         self._open: _OpenTx | None = None
         self._tables: dict[int, tuple[Table, tuple[int, ...], bool]] = {}
+        # subclasses may stub ``records`` (Spark batch): only the base class inlines it
+        self._own_records = type(self).records is Assembler.records
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -277,7 +279,19 @@ class Assembler:
             if seqid is None:
                 seq += 1
                 seqid = f"{seq:020d}"
-            tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
+            table, after = op.table, op.after
+            info = self._tables.get(id(table))
+            if (op.optype == INSERT and after is not None and self._own_records
+                    and info is not None and info[0] is table):
+                # ``records`` of an insert, inline: an insert image of every key column
+                for i in info[1] if info[2] else ():
+                    if after[i] is MISSING:
+                        _check_keys(op, after, info[1])
+                records = [TrailRecord(table, IOTYPE_INSERT, "A", op.timestamp, seqid,
+                                       op.ordinal, after)]
+            else:
+                records = self.records(op, seqid)
+            tx = TrailTransaction(txid, records, op.txname, op.txowner)
         except MessageError as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)

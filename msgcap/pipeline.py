@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, TextIO
 
 from msgcap import dumps
-from msgcap.assembler import Assembled, Assembler, ImageRules, Restart
+from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
 from parsers.model import Message, Op
@@ -186,45 +186,63 @@ class Pipeline:
             ops = self.parser.parse(message)
             # the common message (one op, one transaction) skips the Outcome
             done = self.assembler.add_single(message, ops[0]) if len(ops) == 1 else None
-            if done is None:
-                outcome = self.assembler.add(message, ops)
+            outcome = self.assembler.add(message, ops) if done is None else None
         except MessageError as exc:
             return self._reject(message, exc.located(message.name), raw_id)
-        written: list[tuple[Assembled, Position]] = []
-        if done is not None:
-            result = Processed(written, False, False, None)
-            completed: list[Assembled] = [done]
-        else:
-            result = Processed(written, outcome.ack_now, outcome.duplicate, None)
-            if outcome.duplicate:
-                stats.duplicates += 1
-            if outcome.skipped_transactions:
-                stats.skipped_transactions += outcome.skipped_transactions
-            completed = outcome.completed
-        write = self.writer.write_transaction
-        for done in completed:
+        if outcome is not None:
+            return self._write(message, raw_id, outcome)
+        try:
+            position = self.writer.write_transaction(done.tx)
+        except MessageError as exc:
+            # e.g. a record over the trail's size limit: the whole transaction is lost
+            return self._reject(message, exc.located(message.name), raw_id, Processed())
+        # _count, inline for the common message
+        stats.transactions += 1
+        counts = stats.operations
+        for key, n in done.ops.items():
+            counts[key] = counts.get(key, 0) + n
+        stats.last_position = position
+        stats.last_commit_us = done.tx.records[-1].io_time
+        file = position.file if type(position) is Position else getattr(position, "file", "")
+        if file:
+            files = stats.trail_files
+            if not files or files[-1] != file:
+                files.append(file)
+        return Processed([(done, position)], False, False, None)
+
+    def _write(self, message: Message, raw_id: str, outcome: Outcome) -> Processed:
+        """Write the transactions a message completed (the general case of ``process``)."""
+        stats = self.stats
+        result = Processed([], outcome.ack_now, outcome.duplicate, None)
+        if outcome.duplicate:
+            stats.duplicates += 1
+        stats.skipped_transactions += outcome.skipped_transactions
+        for done in outcome.completed:
             try:
-                position = write(done.tx)
+                position = self.writer.write_transaction(done.tx)
             except MessageError as exc:
-                # e.g. a record over the trail's size limit: the whole transaction is lost
                 return self._reject(message, exc.located(message.name), raw_id, result)
-            written.append((done, position))
-            stats.transactions += 1
-            ops_count = stats.operations
-            for key, n in done.ops.items():
-                ops_count[key] = ops_count.get(key, 0) + n
-            stats.last_position = position
-            stats.last_commit_us = done.tx.records[-1].io_time
-            file = position.file if type(position) is Position else getattr(position, "file", "")
-            if file:
-                files = stats.trail_files
-                if not files or files[-1] != file:
-                    files.append(file)
+            result.written.append((done, position))
+            self._count(done, position)
         return result
 
     def finish(self) -> None:
         """End of a finite input (replay, batch): an open transaction is an error."""
         self.assembler.finish()
+
+    def _count(self, done: Assembled, position: Position) -> None:
+        stats = self.stats
+        stats.transactions += 1
+        counts = stats.operations
+        for key, n in done.ops.items():
+            counts[key] = counts.get(key, 0) + n
+        stats.last_position = position
+        stats.last_commit_us = done.tx.records[-1].io_time
+        file = position.file if type(position) is Position else getattr(position, "file", "")
+        if file:
+            files = stats.trail_files
+            if not files or files[-1] != file:
+                files.append(file)
 
     def _reject(self, message: Message, error: MessageError, raw_id: str,
                 result: Processed | None = None) -> Processed:

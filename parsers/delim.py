@@ -55,6 +55,7 @@ class Dialect:
         "fielddelim",
         "linedelim",
         "nullindicator",
+        "one_line",
         "quote",
     )
 
@@ -109,6 +110,10 @@ class Dialect:
         # one-line quoted bodies: one csv.reader kept, fed a line at a time (see _csv_line)
         self._csv_feed: list[str] = []
         self._csv_reader = self._line_reader()
+        # one_line(body): the values of a non-empty body without line delimiter that
+        # ``str.split`` or ``csv.reader`` reads (a message per record, the common case), the same
+        # ``split`` returns as its one record; None: use ``split``.
+        self.one_line = self._one_line_function()
 
     def _tokenizer(self, escapes: list[str]) -> re.Pattern[str]:
         """One value and the separator after it: quoted, or unquoted up to a delimiter."""
@@ -145,36 +150,38 @@ class Dialect:
             return sub(lambda m: escapes[m.group()], value)
         return unescape
 
-    def one_line(self, body: str) -> Record | None:
-        """The values of a non-empty body without line delimiter that ``str.split`` or
-        ``csv.reader`` reads (a message per record, the common case); None: use ``split``.
+    def _one_line_function(self) -> Callable[[str], Record | None]:
+        """``one_line`` with the dialect's settings bound once."""
+        linedelim, quote, fielddelim = self.linedelim, self.quote, self.fielddelim
+        scan_escapes, scan_unquoted = self._scan_escapes, self._scan_unquoted
+        plain, unescaper, csv_line = self._plain_escapes, self._unescaper, self._csv_line
+        null = "" if self.nullindicator is None else self.nullindicator
+        if self._always_scan:
+            return lambda body: None
 
-        The same values ``split`` returns for such a body as its one record.
-        """
-        if not body or self._always_scan or self.linedelim in body:
-            return None
-        if self.quote in body:
-            for seq in self._scan_escapes:
-                if seq in body:
-                    return None
-            values: Record | None = self._csv_line(body)
-            if values is None:
+        def one_line(body: str) -> Record | None:
+            if not body or linedelim in body:
                 return None
-        else:
-            for seq in self._scan_unquoted:
-                if seq in body:
+            if quote in body:
+                for seq in scan_escapes:
+                    if seq in body:
+                        return None
+                values: Record | None = csv_line(body)
+                if values is None:
                     return None
-            values = body.split(self.fielddelim)
-        null = self.nullindicator
-        if null is None:
-            null = ""
-        if null in values:
-            values = [None if v == null else v for v in values]
-        if self._plain_escapes:
-            unescape = self._unescaper(body, self._plain_escapes)
-            if unescape is not None:
-                values = [unescape(v) if v is not None else None for v in values]
-        return values
+            else:
+                for seq in scan_unquoted:
+                    if seq in body:
+                        return None
+                values = body.split(fielddelim)
+            if null in values:
+                values = [None if v == null else v for v in values]
+            if plain:
+                unescape = unescaper(body, plain)
+                if unescape is not None:
+                    values = [unescape(v) if v is not None else None for v in values]
+            return values
+        return one_line
 
     def _line_reader(self) -> Any:
         """A csv.reader over ``_csv_feed`` (None without the classic form)."""
