@@ -18,3 +18,15 @@ def test_send_then_run_captures_everything_in_order(work, broker, queue) -> None
     # all acknowledged: a second run finds nothing
     again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 0" in again.stdout
+
+
+def test_a_topic_is_subscribed_durably_under_the_extract_name(work, broker, queue) -> None:
+    topic = queue.replace("/queue/", "/topic/")
+    work.properties(jms_url=broker.url, jms_destination=topic)
+    first = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    assert "messages 0" in first.stdout  # the durable subscription now exists
+    dump = work.dump("in.jsonl", [work.body(i) for i in (1, 2, 3)])
+    work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)  # while we are away
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 3" in done.stdout
+    assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002", "0000000003"]

@@ -136,3 +136,15 @@ def test_report_records_prints_periodic_reports(work) -> None:
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
     assert done.stdout.count("msgcap report at") == 2
     assert "SALES.CUSTOMER  insert 5" in done.stdout
+
+
+def test_a_changed_id_width_stops_capture_even_under_discard(work) -> None:
+    d = spool(work, jms_id="SEQNO", error_policy="discard")
+    put(d, "a.msg.json", json.dumps({"id": "a", "headers": {"SEQNO": "01"},
+                                     "body": work.body(1)}))
+    put(d, "b.msg.json", json.dumps({"id": "b", "headers": {"SEQNO": "002"},
+                                     "body": work.body(2)}))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "3")
+    assert done.returncode == 2 and "width changed" in done.stderr
+    assert [s for s, _, _ in work.trail()] == ["0000000001"]
+    assert (d / "b.msg.json").exists()
