@@ -67,10 +67,13 @@ def record(n: int) -> str:
 class NullWriter:
     """Takes transactions and returns a position, encoding and writing nothing."""
 
-    def write_transaction(self, tx):
+    def __init__(self) -> None:
         from msgcap.trail.records import Position
 
-        return Position(0, 0, "")
+        self.position = Position(0, 0, "")
+
+    def write_transaction(self, tx):
+        return self.position
 
 
 def main() -> int:
