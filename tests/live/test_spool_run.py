@@ -148,3 +148,17 @@ def test_a_changed_id_width_stops_capture_even_under_discard(work) -> None:
     assert done.returncode == 2 and "width changed" in done.stderr
     assert [s for s, _, _ in work.trail()] == ["0000000001"]
     assert (d / "b.msg.json").exists()
+
+
+def test_a_trail_shorter_than_the_checkpoint_is_an_error_and_is_left_alone(work) -> None:
+    d = spool(work)
+    put(d, "0001.msg", work.body(1))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    trail = work.root / "dirdat" / "sa000000000"
+    data = trail.read_bytes()
+    trail.write_bytes(data[:-40])  # durable data damaged
+    put(d, "0002.msg", work.body(2))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert trail.read_bytes() == data[:-40]
+    assert (d / "0002.msg").exists()

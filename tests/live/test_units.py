@@ -208,3 +208,31 @@ def test_later_reports_also_give_the_interval() -> None:
     stats.messages += 3
     r.tick()
     assert "since last (0 s): messages 3" in out.getvalue()
+
+
+def test_archive_rolls_over_per_utc_day_and_size_and_never_appends_to_an_old_file(tmp_path) -> None:
+    from datetime import UTC, datetime
+
+    from msgcap.archive import Archive
+    from parsers.model import Message
+
+    day = [datetime(2026, 3, 1, 23, 59, tzinfo=UTC)]
+    arc = Archive(str(tmp_path), "SALES", megabytes=1, clock=lambda: day[0])
+    arc.append(Message("m1", {"h": "v"}, "one"))
+    day[0] = datetime(2026, 3, 2, 0, 0, 1, tzinfo=UTC)
+    arc.append(Message("m2", {}, b"\xff"))
+    for i in range(1100):  # > 1 MiB: the next file of the same day
+        arc.append(Message(f"big{i}", {}, "x" * 1000))
+    arc.close()
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["SALES-20260301-000000.jsonl", "SALES-20260302-000000.jsonl",
+                     "SALES-20260302-000001.jsonl"]
+    first = json.loads((tmp_path / names[0]).read_text())
+    assert first == {"id": "m1", "headers": {"h": "v"}, "body": "one",
+                     "received": "2026-03-01T23:59:00.000000Z"}
+    second = json.loads((tmp_path / names[1]).read_text().splitlines()[0])
+    assert second["body_b64"] == "/w=="
+    again = Archive(str(tmp_path), "SALES", clock=lambda: day[0])
+    again.append(Message("m3", {}, "three"))
+    again.close()
+    assert "SALES-20260302-000002.jsonl" in os.listdir(tmp_path)
