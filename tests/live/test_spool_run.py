@@ -162,3 +162,26 @@ def test_a_trail_shorter_than_the_checkpoint_is_an_error_and_is_left_alone(work)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert trail.read_bytes() == data[:-40]
     assert (d / "0002.msg").exists()
+
+
+def test_sigterm_inside_a_transaction_waits_for_its_end(work) -> None:
+    d = spool(work)
+    put(d, "0001.msg", work.body(1, "B"))
+    put(d, "0002.msg", work.body(2, "M"))
+    proc = work.start("run", "--prop", str(work.prop), "--stop-grace", "60")
+    log = work.root / "dirrpt" / "SALES.log"
+    deadline = time.monotonic() + 60
+    while not (log.exists() and "msgcap run SALES" in log.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(1.5)  # both files consumed (polled once per second), the transaction open
+    proc.send_signal(signal.SIGTERM)
+    while "stopping after transaction" not in log.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    assert work.trail() == []
+    put(d, "0003.msg", work.body(3, "E"))
+    assert proc.wait(timeout=60) == 0
+    assert [(s, t) for s, t, _ in work.trail()] == [
+        ("0000000001", 0), ("0000000002", 1), ("0000000003", 2)]
+    assert len(list((d / ".done").iterdir())) == 3
