@@ -104,20 +104,22 @@ def read_text_lines(path: str) -> Iterator[Message]:
     name = os.path.basename(path)
     number = 0
     with _open(path, "rb") as fh:
-        rest = b""
+        rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:  # a last line without terminator
-                    message = text_line_message(rest, name, path, number + 1)
+                    message = text_line_message(b"".join(rest), name, path, number + 1)
                     if message is not None:
                         yield message
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
-                rest += chunk
+                rest.append(chunk)
                 continue
-            data, rest = rest + chunk[:cut], chunk[cut + 1:]
+            rest.append(chunk[:cut])
+            data = b"".join(rest) if len(rest) > 1 else rest[0]
+            rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
