@@ -81,7 +81,7 @@ def jsonl_message(raw: bytes, path: str, number: int) -> Message | None:
 
     One line at a time, so that Spark batch tasks can read a byte range of a large dump.
     """
-    if not raw.strip():
+    if not raw or raw.isspace():
         return None
     where = f"{path}:{number}"
     try:
@@ -169,7 +169,7 @@ def message_from_entry(obj: Any, where: str) -> Message:
     if not isinstance(ident, str):
         raise SourceError('"id" must be a string', url=where)
     headers = obj.get("headers") or {}
-    if not isinstance(headers, dict) or not all(
+    if not isinstance(headers, dict) or headers and not all(
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
         raise SourceError('"headers" must map strings to strings', url=where)
     has_body, has_b64 = "body" in obj, "body_b64" in obj
