@@ -200,6 +200,16 @@ class TimeFormat:
         """
         found = self._values.get(text)
         if found is None:
+            if (self._fmt is None and text[19:20] == "." and text[:1].isdigit()
+                    and text[18:19].isdigit()):
+                # the default form with a fraction: the seconds are cached, the fraction added
+                # (a text of its own per operation would only churn the cache)
+                frac = text[20:]
+                if 0 < len(frac) <= 9 and frac.isdigit() and frac.isascii():
+                    try:
+                        return self.micros(text[:19]) + int(frac[:6].ljust(6, "0"))
+                    except MessageError:
+                        pass  # the error names the whole text: the general path reports it
             g = self._groups(text)
             found = self._date(g, text)[0] + self._time(g, text)[0]
             frac = g[self._frac] if self._frac is not None else None

@@ -164,3 +164,23 @@ def test_one_line_and_general_paths_give_the_same_ops():
     with pytest.raises(MessageError) as info:
         p.parse(Message("m", body="I,A,T,x1,a"))
     assert info.value.position == "record 1, field 4 (ID)"
+
+
+STAMPS = st.one_of(
+    st.builds(lambda d, t, f: f"{d} {t}{f}",
+              st.sampled_from(["2024-03-01", "2024-02-30", "1999-12-31", "٢024-03-01"]),
+              st.sampled_from(["10:15:30", "23:59:59", "24:00:00", "10:15:3"]),
+              st.sampled_from(["", ".", ".5", ".123456", ".123456789", ".1234567890", ".12a",
+                               ". 5", ".١", "5"])),
+    st.text(alphabet="0123456789-: .T", max_size=30))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STAMPS, max_size=6))
+def test_timestamp_micros_equal_the_full_parse(texts):
+    from parsers.timefmt import compile_format
+
+    fmt = compile_format(None)
+    for text in texts:
+        assert _outcome(fmt.micros, text) == _outcome(
+            lambda t: compile_format(None).parse(t)[0], text)
