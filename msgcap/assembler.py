@@ -295,7 +295,8 @@ class Assembler:
         except MessageError as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
-        return Assembled(tx, [message], {(op.table.name, op.optype): 1}, message.name)
+        return Assembled(tx, [message], {(op.table.name, op.optype): 1},
+                         message.origin or message.id)  # message.name, without the call
 
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()
