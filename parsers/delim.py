@@ -193,7 +193,8 @@ class Dialect:
         """``_csv_rows`` of a one-line body, by the kept reader: no reader built per message.
 
         A line csv cannot finish (an open quote asks for the next line: the empty feed raises
-        IndexError) or rejects leaves the reader mid-record, so it is replaced.
+        IndexError) or rejects leaves the reader mid-record, so it is replaced. The feed is
+        shared state: a dialect (like the parser holding it) serves one thread at a time.
         """
         reader, quoted_null = self._csv_reader, self._quoted_null
         if reader is None or "\r" in body or (quoted_null and quoted_null in body):
