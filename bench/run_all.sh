@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every benchmark at the size its issue names, one after another, and prints their figures
+# (each prints its own same-run baseline and ratio). Usage: bash bench/run_all.sh [NAME...]
+# NAME is one of: trail replay_delim fixed xml copybook capture batch (default: all).
+# Run it on a quiet machine: figures are per core and the machine has two.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+ensure_venv
+
+declare -A CMD=(
+  [trail]="bench/bench_trail.py 300000 1 3"
+  [replay_delim]="bench/bench_replay_delim.py --records 1000000"
+  [fixed]="bench/bench_fixed.py --records 1000000"
+  [xml]="bench/bench_xml.py --messages 200000"
+  [copybook]="bench/bench_copybook.py"
+  [capture]="bench/bench_capture.py --messages 200000"
+  [batch]="bench/bench_batch.py --records 1000000"
+)
+ORDER=(trail replay_delim fixed xml copybook capture batch)
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=("${ORDER[@]}")
+for name in "${names[@]}"; do
+  [ -n "${CMD[$name]:-}" ] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }
+  echo "=================== $name: python ${CMD[$name]}"
+  [ "$name" != capture ] || ensure_activemq_package
+  # shellcheck disable=SC2086
+  "$VENV/bin/python" ${CMD[$name]}
+done
