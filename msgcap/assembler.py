@@ -278,7 +278,7 @@ class Assembler:
             seq = self._seq
             if seqid is None:
                 seq += 1
-                seqid = f"{seq:020d}"
+                seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
             table, after = op.table, op.after
             info = self._tables.get(id(table))
             if (op.optype == INSERT and after is not None and self._own_records

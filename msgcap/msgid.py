@@ -161,7 +161,7 @@ class MessageIds:
             now = self._clock() // 1000
             if now <= self._last_us:
                 now = self._last_us + 1
-            ident = f"{now:020d}"
+            ident = str(now).zfill(20)  # f"{now:020d}", faster
             if len(ident) != self._width:
                 self._check_width(message, ident)
             self._last_us = now

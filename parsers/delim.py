@@ -174,7 +174,7 @@ class Dialect:
                     if seq in body:
                         return None
                 values = body.split(fielddelim)
-            if null in values:
+            if (null in body if null else True) and null in values:  # the text first: C speed
                 values = [None if v == null else v for v in values]
             if plain:
                 unescape = unescaper(body, plain)
@@ -418,6 +418,8 @@ class DelimParser(ParserBase):
         txname_of = items.txname if d.txname is not None else None
         txowner_of = items.txowner if d.txowner is not None else None
         convert = self._convert
+        plain_items = (ts_now and seqid_is_id and not (txid_of or txind_of or txname_of
+                                                       or txowner_of))
         by_text: dict[str | None, _TablePlan] = {}  # table field text → plan (names with a dot)
 
         def record(message: Message, values: Record, now: int, ordinal: int) -> Op:
@@ -447,6 +449,9 @@ class DelimParser(ParserBase):
                     before, after = after, before
             else:
                 before, after = images(plan, optype, values)
+            if plain_items:  # *ts, $jmsid, *txid and nothing else configured
+                return Op(plan.table, optype, now, message.id, None, None, None, None, before,
+                          after, ordinal, message.id)
             return Op(plan.table, optype, now if ts_now else timestamp_of(message, values, now),
                       message.id if seqid_is_id else seqid_of(message, values) if seqid_of
                       else None,
