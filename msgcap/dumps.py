@@ -102,6 +102,7 @@ def read_text_lines(path: str) -> Iterator[Message]:
     by line through ``text_line_message``, so an invalid line stays bytes.
     """
     name = os.path.basename(path)
+    name_at, path_at = f"{name}:", f"{path}:"
     number = 0
     with _open(path, "rb") as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
@@ -135,7 +136,8 @@ def read_text_lines(path: str) -> Iterator[Message]:
             for line in lines:
                 number += 1
                 if line:
-                    yield Message(f"{name}:{number}", {}, line, None, f"{path}:{number}")
+                    n = str(number)  # the f-strings of text_line_message, built cheaper
+                    yield Message(name_at + n, {}, line, None, path_at + n)
 
 
 def text_line_message(raw: bytes, name: str, path: str, number: int) -> Message | None:
