@@ -199,11 +199,15 @@ class Pipeline:
         # _count, inline for the common message
         stats.transactions += 1
         counts = stats.operations
-        for key, n in done.ops.items():
-            counts[key] = counts.get(key, 0) + n
+        done_ops = done.ops
+        for key in done_ops:
+            counts[key] = counts.get(key, 0) + done_ops[key]
         stats.last_position = position
         stats.last_commit_us = done.tx.records[-1].io_time
-        file = position.file if type(position) is Position else getattr(position, "file", "")
+        try:
+            file = position.file
+        except AttributeError:
+            file = ""
         if file:
             files = stats.trail_files
             if not files or files[-1] != file:
@@ -234,11 +238,15 @@ class Pipeline:
         stats = self.stats
         stats.transactions += 1
         counts = stats.operations
-        for key, n in done.ops.items():
-            counts[key] = counts.get(key, 0) + n
+        done_ops = done.ops
+        for key in done_ops:
+            counts[key] = counts.get(key, 0) + done_ops[key]
         stats.last_position = position
         stats.last_commit_us = done.tx.records[-1].io_time
-        file = position.file if type(position) is Position else getattr(position, "file", "")
+        try:
+            file = position.file
+        except AttributeError:
+            file = ""
         if file:
             files = stats.trail_files
             if not files or files[-1] != file:
