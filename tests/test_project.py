@@ -1,0 +1,52 @@
+"""Project-wide rules of DESIGN.md: the layering of the four packages, and ruff-clean code."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ["props", "gendef", "parsers", "msgcap"]
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("package", LAYERS)
+def test_each_package_imports_only_the_layers_before_it(package):
+    forbidden = set(LAYERS[LAYERS.index(package) + 1:])
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imported_packages(path) & forbidden)
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_lower_layers_import_without_pyspark_or_stomp():
+    code = ("import sys, props.settings, gendef.build, gendef.copybook, parsers.base, "
+            "parsers.delim, parsers.fixed, parsers.xml, msgcap.cli\n"
+            "assert 'pyspark' not in sys.modules and 'stomp' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None and not Path(sys.executable).with_name("ruff").exists(),
+                    reason="ruff is not installed")
+def test_ruff_clean():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    result = subprocess.run([ruff, "check", "--no-cache", "props", "gendef", "parsers", "msgcap",
+                             "bench", "tests"], check=False, cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
