@@ -104,10 +104,16 @@ def activemq_message_id(message: Message) -> str:
 
 
 def activemq_digits(raw: str) -> str:
-    """Reformat an ActiveMQ message id (parsed from the right; missing leading numbers are 0)."""
+    """Reformat an ActiveMQ message id (parsed from the right; missing leading numbers are 0).
+
+    A part ``-1`` (ActiveMQ's session of a message published over STOMP) counts as 0; any other
+    negative or non-numeric part is an error.
+    """
     if not raw.startswith("ID:"):
         raise ValueError(f"{raw!r} is not an ActiveMQ message id")
     head, *colon = raw[3:].split(":")
+    # -1 is what ActiveMQ gives the session (and producer) of a STOMP client: read as 0
+    colon = ["0" if p == "-1" else p for p in colon]
     if len(colon) > 4 or not all(p.isdigit() for p in colon):
         raise ValueError(f"{raw!r}: expected :conn:session:producer:seq numbers")
     dashed = head.split("-")
