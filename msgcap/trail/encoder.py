@@ -8,10 +8,11 @@ calls in parallel tasks.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from functools import lru_cache
 
 from gendef.model import Table
-from msgcap.trail.columns import TableEncoder
+from msgcap.trail.columns import TableEncoder, compile_source
 from msgcap.trail.julian import JULIAN_UNIX_EPOCH_US
 from msgcap.trail.layout import (
     FORMAT_TYPE,
@@ -48,9 +49,11 @@ _BEFORE_AFTER = {"A": 0x41, "B": 0x42}
 
 
 class _Frame:
-    """Per table: the column encoder and one Struct for G head … H token … D head."""
+    """Per table: the column encoder, one Struct for G head … H token … D head, and ``record``,
+    a function generated once per table that encodes a whole common-case record (see
+    ``record_function``)."""
 
-    __slots__ = ("hlen", "name", "pack_d", "pack_nod", "table")
+    __slots__ = ("hlen", "name", "pack_d", "pack_nod", "record", "table")
 
     def __init__(self, table: Table, layout: Layout) -> None:
         self.table = TableEncoder(table, layout)
@@ -59,6 +62,34 @@ class _Frame:
         fmt = layout.prefix_format + f"{len(self.name)}s"
         self.pack_d = struct.Struct(fmt + "BxH").pack
         self.pack_nod = struct.Struct(fmt).pack
+        self.record = record_function(self.table, self.pack_d, layout)
+
+
+def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Callable:
+    """``record(values, tail, fixed, iotype, before_after, io_time, audit_pos, audit_rba,
+    transind)`` → the whole G … Z record of an insert, update or delete with ``tail`` (T and U
+    tokens) after the D token, or None when the values or header fields are not the common case
+    or the record is too long (the caller then encodes it field by field, raising every error).
+    ``fixed`` is the record length without the D area."""
+    inline = table.inline
+    space = dict(inline.space, PRE=pack_d, Z=layout.head.pack, NAME=table.name_bytes,
+                 BA=_BEFORE_AFTER)
+    hlen = HEADER_FIXED + len(table.name_bytes)
+    body = "\n".join("  " + line for line in inline.body.splitlines())
+    source = (
+        "def record(values, tail, fixed, iotype, ba, io_time, pos, rba, ind):\n"
+        " try:\n"
+        f"{body}\n"
+        f"  dlen = {inline.size}\n"
+        "  total = fixed + dlen\n"
+        f"  if total > {MAX_RECORD}: return None\n"
+        f"  return b''.join((PRE({REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, "
+        f"{PARTITION}, BA[ba], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + io_time, pos, "
+        f"rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen), {inline.parts}tail, "
+        f"Z({REC_Z}, {GZ_INFO}, total)))\n"
+        " except Exception:\n"
+        "  return None\n")
+    return compile_source(source, space, "record", f"record {table.table.name}")
 
 
 class TrailEncoder:
@@ -83,12 +114,6 @@ class TrailEncoder:
         """The table's encoder, built once (keyed by identity: tables are built once)."""
         return self._frame(table).table
 
-    def _token(self, tid: int, text: str, what: str) -> bytes:
-        b = text.encode() if type(text) is str else str(text).encode()
-        if len(b) > MAX_RECORD:
-            raise MessageError(f"{what} of {len(b)} bytes is too long for a trail token")
-        return self._head(tid, 0, len(b)) + b
-
     def user_tokens(self, tx: TrailTransaction) -> bytes:
         """The U token value: ``name 00 value 00`` pairs for TXNAME/TXOWNER (§10)."""
         parts = []
@@ -111,7 +136,11 @@ class TrailEncoder:
             raise MessageError(f"transaction {tx.txid}: no records")
         head = self._head
         frames = self._frames
-        tran = self._token(TOKEN_TRANID, tx.txid, "transaction id")
+        txid = tx.txid
+        tb = txid.encode() if type(txid) is str else str(txid).encode()
+        if len(tb) > MAX_RECORD:
+            raise MessageError(f"transaction id of {len(tb)} bytes is too long for a trail token")
+        tran = head(TOKEN_TRANID, 0, len(tb)) + tb
         u = self.user_tokens(tx) if (tx.txname is not None or tx.txowner is not None) else b""
         tail_extra = head(TOK_U, 0, len(u)) + u if u else b""
         audit_rba = txnum & 0xFFFFFFFF
@@ -133,9 +162,17 @@ class TrailEncoder:
                 t_part = (head(TOK_T, 0, len(tran) + 4 + len(sb)) + tran
                           + head(TOKEN_VAMSEQID, 0, len(sb)) + sb + tail_extra)
                 fixed = 12 + len(t_part)  # G head + H head + Z, T (and U) tokens
+            if n:
+                ind = TRANSIND_END if n == end else TRANSIND_MIDDLE
             hit = frames.get(id(rec.table))
             fr = hit[1] if hit is not None and hit[0] is rec.table else self._frame(rec.table)
             iotype = rec.iotype
+            if iotype != IOTYPE_PKUPDATE and iotype != IOTYPE_TRUNCATE:
+                data = fr.record(rec.values, t_part, fixed + fr.hlen + 4, iotype,
+                                 rec.before_after, rec.io_time, rec.audit_pos, audit_rba, ind)
+                if data is not None:
+                    out.append(data)
+                    continue
             if iotype == IOTYPE_PKUPDATE:
                 d = fr.table.encode_pk(rec.key_before, rec.values)
             elif iotype == IOTYPE_TRUNCATE:
@@ -143,8 +180,6 @@ class TrailEncoder:
             else:
                 d = fr.table.encode(rec.values)
             dlen = len(d)
-            if n:
-                ind = TRANSIND_END if n == end else TRANSIND_MIDDLE
             try:
                 if dlen:
                     total = fixed + fr.hlen + 4 + dlen
