@@ -112,13 +112,15 @@ class Assembled:
     """A complete transaction, and the messages to acknowledge once it is durable.
 
     ``messages`` are those whose last written operation is in this transaction; ``ops`` counts
-    its operations per (table, optype) for reports.
+    its operations per (table, optype) for reports. ``streamed``: earlier parts of it were taken
+    with ``Assembler.take_open`` (and their messages with them); ``tx`` holds the last part only.
     """
 
     tx: TrailTransaction
     messages: list[Message]
     ops: dict[tuple[str, str], int]
     first_message: str
+    streamed: bool = False
 
 
 @dataclass(slots=True)
@@ -141,12 +143,14 @@ class _OpenTx:
     """A transaction being assembled (possibly over several messages)."""
 
     __slots__ = (
+        "counts",
         "first_message",
         "given_txid",
         "messages",
         "ops",
         "records",
         "skipping",
+        "streamed",
         "txid",
         "txname",
         "txowner",
@@ -163,6 +167,8 @@ class _OpenTx:
         self.ops: list[tuple[str, str]] = []
         self.skipping = skipping
         self.first_message = first_message
+        self.streamed = False  # parts taken by ``Assembler.take_open``
+        self.counts: dict[tuple[str, str], int] = {}  # ``ops`` of those parts
 
     def mark(self) -> tuple[int, int, int]:
         return len(self.records), len(self.messages), len(self.ops)
@@ -172,12 +178,15 @@ class _OpenTx:
         del self.messages[mark[1]:]
         del self.ops[mark[2]:]
 
-    def finish(self) -> Assembled:
-        counts: dict[tuple[str, str], int] = {}
+    def count_ops(self) -> dict[tuple[str, str], int]:
+        counts = dict(self.counts)
         for key in self.ops:
             counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def finish(self) -> Assembled:
         tx = TrailTransaction(self.txid, self.records, self.txname, self.txowner)
-        return Assembled(tx, self.messages, counts, self.first_message)
+        return Assembled(tx, self.messages, self.count_ops(), self.first_message, self.streamed)
 
 
 class Assembler:
@@ -217,8 +226,10 @@ class Assembler:
     def state(self) -> AssemblerState:
         """The state now (between messages); see ``AssemblerState``."""
         tx = self._open
-        held = None if tx is None else (tx.txid, tx.given_txid, tx.txname, tx.txowner,
-                                        tx.skipping, tx.first_message, tuple(tx.ops))
+        held = None if tx is None else (
+            tx.txid, tx.given_txid, tx.txname, tx.txowner, tx.skipping, tx.first_message,
+            tuple(k for k, n in tx.count_ops().items() for _ in range(n)) if tx.counts
+            else tuple(tx.ops))
         return AssemblerState(self._seq, self._txid, self._last, held)
 
     def resume(self, state: AssemblerState) -> None:
@@ -235,6 +246,23 @@ class Assembler:
     def open_records(self) -> list[TrailRecord]:
         """Records of the open transaction added by this assembler (empty when none is open)."""
         return self._open.records if self._open is not None else []
+
+    def take_open(self) -> tuple[TrailTransaction, bool]:
+        """Remove the open transaction's records so far as a part to write now
+        (``TrailWriter.write_records``), and whether it is the first part: memory stays bounded
+        whatever the transaction's size. The messages of the part are dropped too (the caller
+        releases them when the transaction ends); the rest comes as a ``streamed`` Assembled.
+        Only between messages, while a transaction with records is open.
+        """
+        tx = self._open
+        if tx is None or not tx.records:
+            raise ValueError("no open transaction with records to take")
+        part = TrailTransaction(tx.txid, tx.records, tx.txname, tx.txowner)
+        first = not tx.streamed
+        tx.counts = tx.count_ops()
+        tx.records, tx.messages, tx.ops = [], [], []
+        tx.streamed = True
+        return part, first
 
     # -- one message ----------------------------------------------------------------------------
 

@@ -26,8 +26,15 @@ a spill journal (``<checkpoint.dir>/<extract>.spill.jsonl``, dump entries with t
 the journal is fsynced, and only then are they acknowledged and their bodies dropped. On start,
 ``recover_spill`` runs the journal through the pipeline first (rebuilding the open transaction;
 what the trail already holds is skipped as duplicate); the journal is removed once no transaction
-is open and the trail is durable. Memory then holds the open transaction's records, not its
-messages.
+is open and the trail is durable. The open transaction's records do not stay in memory either:
+once ``stream_at`` records are held, the pipeline writes them to the trail as a part
+(``TrailWriter.write_records``: TransInd 0, then 1, the end record 2) and drops them, so memory
+is bounded whatever the transaction's size. The parts are not part of the trail until the end
+record is written: a checkpoint inside the transaction names where it begins, and a stop, an
+error or a reconnection inside it removes the parts (``drop_open``), as recovery after a crash
+does; the journal and the broker then supply its messages again. The messages of an open
+transaction are released (acknowledged) with the transaction, from ``_held``, not from the
+``Assembled`` of its end.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ GROUP_TRANSACTIONS = 1000
 GROUP_SECONDS = 0.2
 POLL_SECONDS = 0.5
 SPILL_AT = 1000
+STREAM_AT = 1000  # records of an open transaction held in memory before a part is written
 
 
 class Capture:
@@ -64,7 +72,7 @@ class Capture:
                  reporter: Reporter | None = None, max_idle: float | None = None,
                  stop_grace: float = 30.0, restart: Callable[[], Any] | None = None,
                  spill_path: str | None = None, spill_at: int | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 stream_at: int | None = STREAM_AT, clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
         self.pipeline = pipeline
         self.writer = writer
@@ -92,6 +100,7 @@ class Capture:
         self._spilled = False
         self._journaled: set[str] = set()  # raw ids in the journal (redelivered ones skip)
         self.spilled_messages = 0
+        pipeline.stream_at = stream_at
 
     # -- control --------------------------------------------------------------------------------
 
@@ -156,8 +165,10 @@ class Capture:
                 self._one(message)
                 if self.reporter is not None:
                     self.reporter.tick()
+            self._drop_open()
             self._flush()
         except MsgcapError:
+            self._drop_open(quietly=True)
             self._flush_quietly()
             raise
         finally:
@@ -189,7 +200,8 @@ class Capture:
         elif result.discarded is not None:
             log.warning("discarded: %s", result.discarded)
         if self.pipeline.assembler.open_transaction is None:
-            self._held.clear()  # all released with the transaction that just ended
+            if self._held:
+                self._release_held(result.written)
         elif not released:
             self._held.append((message, raw_id))
             if len(self._held) >= self.spill_at and self.spill_path is not None:
@@ -205,6 +217,27 @@ class Capture:
                 or now - self._group_first >= GROUP_SECONDS
                 or (window is not None and len(self._done) + len(self._discarded) >= window)):
             self._flush()
+
+    def _release_held(self, written: list[tuple[Any, Any]]) -> None:
+        """The open transaction ended: its held messages go with it (those of parts written
+        before its end are in no ``Assembled``; spilled ones are acknowledged already)."""
+        listed = {id(m) for done, _ in written for m in done.messages}
+        self._done.extend(m for m, _ in self._held if id(m) not in listed)
+        self._held.clear()
+
+    def _drop_open(self, *, quietly: bool = False) -> None:
+        """Leaving inside a transaction written in parts: remove the parts from the trail
+        (they come again from the spill journal and the broker)."""
+        if not getattr(self.writer, "in_transaction", False):
+            return
+        try:
+            self.writer.drop_open()
+        except MsgcapError as exc:
+            if not quietly:
+                raise
+            log.error("could not remove the open transaction's parts: %s", exc)
+            return
+        log.info("removed the written parts of the open transaction from the trail")
 
     def _count_bytes(self, position: Any) -> None:
         last = self._last_pos
@@ -241,7 +274,14 @@ class Capture:
     # -- the spill journal of long transactions -------------------------------------------------
 
     def _spill(self) -> None:
-        """Journal the open transaction's held messages durably, then acknowledge them."""
+        """Journal the open transaction's held messages durably, then acknowledge them.
+
+        The group of complete transactions before it is made durable and acknowledged first: on
+        a restart the journal is replayed before the source delivers again, so no message of an
+        earlier transaction may still be waiting to come again.
+        """
+        if self._done or self._discarded:
+            self._flush()
         held, self._held = self._held, []
         try:
             with open(self.spill_path, "a", encoding="utf-8") as fh:
@@ -322,6 +362,7 @@ class Capture:
         """
         self.redeliveries += 1
         self._flush(ack=False)
+        self._drop_open()
         self._held.clear()
         if self._restart is None:
             raise MsgcapError("the source reconnected and the assembler cannot be restarted")

@@ -29,6 +29,8 @@ class Writer(Protocol):
 
     def write_transaction(self, tx: TrailTransaction) -> Position: ...
 
+    def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position: ...
+
 
 class Parser(Protocol):
     def parse(self, message: Message) -> list[Op]: ...
@@ -158,6 +160,12 @@ class Pipeline:
     ``policy`` is ``abend`` (re-raise the located MessageError; the trail keeps exactly the
     transactions written before) or ``discard`` (write the message to ``discard`` and go on).
     Errors that are not MessageErrors (configuration, trail I/O, id width) always propagate.
+
+    ``stream_at`` (the live capture sets it): once the open transaction holds that many records
+    they are written as a part (``TrailWriter.write_records``) and dropped, so memory does not
+    grow with the transaction; its messages are then released by the caller, not by the
+    ``Assembled`` of its end. A part that cannot be encoded stops the run under either policy
+    (it holds earlier messages' records). None: transactions are written whole (replay, batch).
     """
 
     def __init__(self, parser: Parser, assembler: Assembler, writer: Writer, ids: MessageIds,
@@ -174,6 +182,7 @@ class Pipeline:
         self.policy = policy
         self.discard = discard
         self.stats = stats or Stats()
+        self.stream_at: int | None = None
 
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
@@ -223,11 +232,20 @@ class Pipeline:
         stats.skipped_transactions += outcome.skipped_transactions
         for done in outcome.completed:
             try:
-                position = self.writer.write_transaction(done.tx)
+                if done.streamed:
+                    position = self.writer.write_records(done.tx, first=False, last=True)
+                else:
+                    position = self.writer.write_transaction(done.tx)
             except MessageError as exc:
                 return self._reject(message, exc.located(message.name), raw_id, result)
             result.written.append((done, position))
             self._count(done, position)
+        if self.stream_at is not None and len(self.assembler.open_records) >= self.stream_at:
+            part, first = self.assembler.take_open()
+            try:
+                self.writer.write_records(part, first=first, last=False)
+            except MessageError as exc:
+                raise exc.located(message.name) from None
         return result
 
     def finish(self) -> None:

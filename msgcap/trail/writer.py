@@ -97,9 +97,9 @@ class TrailWriter:
     """Appends transactions to the trail ``path`` (directory + two-character prefix)."""
 
     __slots__ = ("_broken", "_buf", "_buflen", "_fd", "_file", "_head", "_header_len",
-                 "_open_tx", "_roll_first", "_seqno", "_size", "byteorder", "durable", "encoder",
-                 "extract", "header_path", "last_audit_pos", "last_seqid", "last_txid", "limit",
-                 "path", "seqlen", "sync", "txnum", "uri")
+                 "_open_tx", "_roll_first", "_seqno", "_size", "_tx_start", "byteorder",
+                 "durable", "encoder", "extract", "header_path", "last_audit_pos", "last_seqid",
+                 "last_txid", "limit", "path", "seqlen", "sync", "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
                  byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
@@ -129,6 +129,7 @@ class TrailWriter:
         self._broken: str | None = None
         self._roll_first = False
         self._open_tx = False
+        self._tx_start: Position | None = None  # where the transaction written in parts begins
         self.txnum = 0
         self.last_seqid: str | None = None
         self.last_audit_pos: int | None = None
@@ -287,6 +288,8 @@ class TrailWriter:
                              "no open transaction to continue", file=self._file)
         self._check(allow_open=True)
         data = self.encoder.encode_transaction(tx, self.txnum + 1, first=first, last=last)
+        if first:
+            self._tx_start = self.position
         self._append(data)
         self._open_tx = not last
         if not last:
@@ -307,6 +310,8 @@ class TrailWriter:
         if data:
             self._validate(data, partial)
         if partial:
+            if not self._open_tx:
+                self._tx_start = self.position
             self._open_tx = True
             if data:
                 self._append(data)
@@ -414,9 +419,28 @@ class TrailWriter:
             self._buflen = 0
             self._write_all(data)
 
+    @property
+    def in_transaction(self) -> bool:
+        """True while a transaction written in parts has not had its last part."""
+        return self._open_tx
+
+    def drop_open(self) -> Recovery:
+        """Remove the parts of a transaction that will not be ended here (the capture stops or
+        restarts inside it), keeping every complete transaction: the recovery of a restart."""
+        self._check(allow_open=True)
+        self.flush()
+        os.close(self._fd)
+        self._fd = None
+        self._open_tx = False
+        return self.open(self.durable)
+
     def flush_durable(self) -> Position:
-        """Write buffered data and fsync it (``sync=none``: write only); the durable position."""
-        self._check()
+        """Write buffered data and fsync it (``sync=none``: write only); the durable position.
+
+        Inside a transaction written in parts, that is where the transaction begins: its parts
+        are on disk, but only its end makes them part of the trail (recovery truncates them).
+        """
+        self._check(allow_open=True)
         self.flush()
         if self.sync != "none":
             try:
@@ -424,7 +448,7 @@ class TrailWriter:
             except OSError as exc:
                 self._broken = f"fsync failed: {exc.strerror}"
                 raise TrailError(self._broken, file=self._file) from None
-        self.durable = self.position
+        self.durable = self._tx_start if self._open_tx else self.position
         return self.durable
 
     def close(self) -> None:
