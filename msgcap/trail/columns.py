@@ -177,8 +177,8 @@ class InlineColumns:
     ``body`` (statements at one indent level, inside a ``try``) unpacks ``values`` and sets
     ``h{i}``/``b{i}`` (entry head, value bytes) of every column, or returns None when a value is
     not the common case: MISSING, a wrong type, a CHAR or DATETIME not of its exact length, a
-    VARCHAR over 255 bytes (the caller then takes the per-column path, which raises every
-    error). ``parts`` are the pieces of the D area in order, ``size`` the expression of its
+    VARCHAR over 255 bytes or 4 per character (the caller then takes the per-column path, which
+    raises every error). ``parts`` are the pieces of the D area in order, ``size`` the expression of its
     length; ``space`` holds the names the source uses.
     """
 
@@ -203,7 +203,8 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
         lines.append(f"if v{i} is None: h{i} = N{i}; b{i} = E")
         if t == VARCHAR:
             var = layout.entry_var.pack
-            space[f"H{i}"] = [var(i, k + 4, 0, k) for k in range(min(n, 255) + 1)]
+            # by byte length: n characters of up to 4 UTF-8 bytes each
+            space[f"H{i}"] = [var(i, k + 4, 0, k) for k in range(min(4 * n, 255) + 1)]
             lines.append(f"else: b{i} = v{i}.encode(); h{i} = H{i}[len(b{i})]")
             fixed += 8  # the NULL entry too: index, length, FFFF, 0000
             varying.append(f"len(b{i})")
