@@ -66,27 +66,29 @@ class _Frame:
 
 
 def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Callable:
-    """``record(values, tail, fixed, iotype, before_after, io_time, audit_pos, audit_rba,
-    transind)`` → the whole G … Z record of an insert, update or delete with ``tail`` (T and U
-    tokens) after the D token, or None when the values or header fields are not the common case
-    or the record is too long (the caller then encodes it field by field, raising every error).
-    ``fixed`` is the record length without the D area."""
+    """``record(rec, tail, audit_rba, transind)`` → the whole G … Z record of an insert,
+    update or delete, with ``tail`` (T and U tokens) after the D token; None when the values or
+    header fields are not the common case, the record is a PK update or truncate, or it is too
+    long (the caller then encodes it field by field, which raises every error)."""
     inline = table.inline
     space = dict(inline.space, PRE=pack_d, Z=layout.head.pack, NAME=table.name_bytes,
                  BA=_BEFORE_AFTER)
     hlen = HEADER_FIXED + len(table.name_bytes)
     body = "\n".join("  " + line for line in inline.body.splitlines())
     source = (
-        "def record(values, tail, fixed, iotype, ba, io_time, pos, rba, ind):\n"
+        "def record(rec, tail, rba, ind):\n"
         " try:\n"
+        "  iotype = rec.iotype\n"
+        f"  if iotype == {IOTYPE_PKUPDATE} or iotype == {IOTYPE_TRUNCATE}: return None\n"
+        "  values = rec.values\n"
         f"{body}\n"
         f"  dlen = {inline.size}\n"
-        "  total = fixed + dlen\n"
+        f"  total = len(tail) + dlen + {12 + hlen + 4}\n"  # G, H and D heads, Z
         f"  if total > {MAX_RECORD}: return None\n"
         f"  return b''.join((PRE({REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, "
-        f"{PARTITION}, BA[ba], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + io_time, pos, "
-        f"rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen), {inline.parts}tail, "
-        f"Z({REC_Z}, {GZ_INFO}, total)))\n"
+        f"{PARTITION}, BA[rec.before_after], dlen, iotype, {ORIG_NODE}, "
+        f"{JULIAN_UNIX_EPOCH_US} + rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, "
+        f"{TOK_D}, dlen), {inline.parts}tail, Z({REC_Z}, {GZ_INFO}, total)))\n"
         " except Exception:\n"
         "  return None\n")
     return compile_source(source, space, "record", f"record {table.table.name}")
@@ -95,13 +97,15 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_frames", "_head", "byteorder", "layout")
+    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout")
 
     def __init__(self, byteorder: str = "big") -> None:
         self.layout = layout_for(byteorder)
         self.byteorder = byteorder
         self._frames: dict[int, tuple[Table, _Frame]] = {}
         self._head = self.layout.head.pack
+        # T token head and TRANID head together
+        self._t_head = struct.Struct(("<" if byteorder == "little" else ">") + "BBHBBH").pack
 
     def _frame(self, table: Table) -> _Frame:
         hit = self._frames.get(id(table))
@@ -124,6 +128,14 @@ class TrailEncoder:
                 parts.append(name.encode() + b"\x00" + value.encode() + b"\x00")
         return b"".join(parts)
 
+    def _tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
+        """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
+        sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
+        if len(sb) > MAX_RECORD - 64:
+            raise MessageError(f"seqid of {len(sb)} bytes is too long for a token")
+        return (self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)) + tb
+                + self._head(TOKEN_VAMSEQID, 0, len(sb)) + sb + u)
+
     def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
                            last: bool = True) -> bytes:
         """All records of ``tx`` with TransInd set and AuditRBA = ``txnum`` mod 2³².
@@ -134,72 +146,79 @@ class TrailEncoder:
         records = tx.records
         if not records:
             raise MessageError(f"transaction {tx.txid}: no records")
-        head = self._head
-        frames = self._frames
         txid = tx.txid
         tb = txid.encode() if type(txid) is str else str(txid).encode()
         if len(tb) > MAX_RECORD:
             raise MessageError(f"transaction id of {len(tb)} bytes is too long for a trail token")
-        tran = head(TOKEN_TRANID, 0, len(tb)) + tb
-        u = self.user_tokens(tx) if (tx.txname is not None or tx.txowner is not None) else b""
-        tail_extra = head(TOK_U, 0, len(u)) + u if u else b""
-        audit_rba = txnum & 0xFFFFFFFF
-        end = len(records) - 1 if last else -1
-        if first:
-            ind = TRANSIND_WHOLE if end == 0 else TRANSIND_BEGIN
+        if tx.txname is None and tx.txowner is None:
+            u = b""
         else:
-            ind = TRANSIND_END if end == 0 else TRANSIND_MIDDLE
+            u = self.user_tokens(tx)
+            u = self._head(TOK_U, 0, len(u)) + u if u else b""
+        audit_rba = txnum & 0xFFFFFFFF
+        frames = self._frames
+        if len(records) == 1:  # one message, one record: the common case of replay
+            rec = records[0]
+            if first:
+                ind = TRANSIND_WHOLE if last else TRANSIND_BEGIN
+            else:
+                ind = TRANSIND_END if last else TRANSIND_MIDDLE
+            tail = self._tail(tb, rec.seqid, u)
+            hit = frames.get(id(rec.table))
+            if hit is not None and hit[0] is rec.table:
+                data = hit[1].record(rec, tail, audit_rba, ind)
+                if data is not None:
+                    return data
+            return self._record(rec, tail, audit_rba, ind)
+        end = len(records) - 1 if last else -1
         out: list[bytes] = []
         seq_text = None
-        t_part = b""
-        fixed = 0
+        tail = b""
         for n, rec in enumerate(records):
             if rec.seqid != seq_text:
                 seq_text = rec.seqid
-                sb = seq_text.encode() if type(seq_text) is str else str(seq_text).encode()
-                if len(sb) > MAX_RECORD - 64:
-                    raise MessageError(f"seqid of {len(sb)} bytes is too long for a token")
-                t_part = (head(TOK_T, 0, len(tran) + 4 + len(sb)) + tran
-                          + head(TOKEN_VAMSEQID, 0, len(sb)) + sb + tail_extra)
-                fixed = 12 + len(t_part)  # G head + H head + Z, T (and U) tokens
+                tail = self._tail(tb, seq_text, u)
             if n:
                 ind = TRANSIND_END if n == end else TRANSIND_MIDDLE
-            hit = frames.get(id(rec.table))
-            fr = hit[1] if hit is not None and hit[0] is rec.table else self._frame(rec.table)
-            iotype = rec.iotype
-            if iotype != IOTYPE_PKUPDATE and iotype != IOTYPE_TRUNCATE:
-                data = fr.record(rec.values, t_part, fixed + fr.hlen + 4, iotype,
-                                 rec.before_after, rec.io_time, rec.audit_pos, audit_rba, ind)
-                if data is not None:
-                    out.append(data)
-                    continue
-            if iotype == IOTYPE_PKUPDATE:
-                d = fr.table.encode_pk(rec.key_before, rec.values)
-            elif iotype == IOTYPE_TRUNCATE:
-                d = b""
             else:
-                d = fr.table.encode(rec.values)
-            dlen = len(d)
-            try:
-                if dlen:
-                    total = fixed + fr.hlen + 4 + dlen
-                    if total > MAX_RECORD:
-                        raise _too_long(total, rec)
-                    pre = fr.pack_d(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
-                                    _BEFORE_AFTER[rec.before_after], dlen, iotype, ORIG_NODE,
-                                    JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
-                                    audit_rba, ind, FORMAT_TYPE, 1, fr.name, TOK_D, dlen)
-                else:
-                    total = fixed + fr.hlen
-                    pre = fr.pack_nod(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
-                                      _BEFORE_AFTER[rec.before_after], 0, iotype, ORIG_NODE,
-                                      JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
-                                      audit_rba, ind, FORMAT_TYPE, 1, fr.name)
-            except (KeyError, TypeError, struct.error) as exc:
-                raise MessageError(f"bad record header field: {exc!r}", source=seq_text,
-                                   position=f"table {rec.table.name}") from None
-            out += (pre, d, t_part, head(REC_Z, GZ_INFO, total))
+                ind = TRANSIND_BEGIN if first else TRANSIND_MIDDLE
+            hit = frames.get(id(rec.table))
+            data = (hit[1].record(rec, tail, audit_rba, ind)
+                    if hit is not None and hit[0] is rec.table else None)
+            out.append(data if data is not None else self._record(rec, tail, audit_rba, ind))
         return b"".join(out)
+
+    def _record(self, rec: TrailRecord, tail: bytes, audit_rba: int, ind: int) -> bytes:
+        """One record field by field: any record, every error."""
+        fr = self._frame(rec.table)
+        iotype = rec.iotype
+        if iotype == IOTYPE_PKUPDATE:
+            d = fr.table.encode_pk(rec.key_before, rec.values)
+        elif iotype == IOTYPE_TRUNCATE:
+            d = b""
+        else:
+            d = fr.table.encode(rec.values)
+        dlen = len(d)
+        fixed = 12 + len(tail)  # G head + H head + Z, T (and U) tokens
+        try:
+            if dlen:
+                total = fixed + fr.hlen + 4 + dlen
+                if total > MAX_RECORD:
+                    raise _too_long(total, rec)
+                pre = fr.pack_d(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
+                                _BEFORE_AFTER[rec.before_after], dlen, iotype, ORIG_NODE,
+                                JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
+                                audit_rba, ind, FORMAT_TYPE, 1, fr.name, TOK_D, dlen)
+            else:
+                total = fixed + fr.hlen
+                pre = fr.pack_nod(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
+                                  _BEFORE_AFTER[rec.before_after], 0, iotype, ORIG_NODE,
+                                  JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
+                                  audit_rba, ind, FORMAT_TYPE, 1, fr.name)
+        except (KeyError, TypeError, struct.error) as exc:
+            raise MessageError(f"bad record header field: {exc!r}", source=rec.seqid,
+                               position=f"table {rec.table.name}") from None
+        return b"".join((pre, d, tail, self._head(REC_Z, GZ_INFO, total)))
 
 
 def _too_long(total: int, rec: TrailRecord) -> MessageError:

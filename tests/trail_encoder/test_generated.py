@@ -155,7 +155,8 @@ def test_common_values_take_the_generated_path(data) -> None:
     d = fr.table._fast(values)
     assert d is not None
     assert d == general_only(TrailEncoder(order), [table]).table(table).encode(values)
-    assert fr.record(values, b"", 100, IOTYPE_INSERT, "A", 0, 0, 1, 3) is not None
+    rec = TrailRecord(table, IOTYPE_INSERT, "A", 0, "1", 0, values)
+    assert fr.record(rec, b"", 1, 3) is not None
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
