@@ -141,4 +141,7 @@ def test_transaction_spanning_50k_messages_completes_with_bounded_memory(work, b
     assert len({x for _, _, x in trail}) == 1
     peak_mb = usage.ru_maxrss / 1024
     print(f"peak RSS of the capture for a {n}-message transaction: {peak_mb:.0f} MB")
-    assert peak_mb < 250
+    # holding the open transaction's records took 288 MB; written in parts of 1000 records
+    # the capture measured 38 MB (in a clean venv too): bounded, not proportional to n
+    assert peak_mb < 100
+    assert not (work.root / "dirchk" / "SALES.spill.jsonl").exists()
