@@ -176,10 +176,10 @@ class InlineColumns:
 
     ``body`` (statements at one indent level, inside a ``try``) unpacks ``values`` and sets
     ``h{i}``/``b{i}`` (entry head, value bytes) of every column, or returns None when a value is
-    not the common case: MISSING, a wrong type, a CHAR or DATETIME not of its exact length, a
-    VARCHAR over 255 bytes or 4 per character (the caller then takes the per-column path, which
-    raises every error). ``parts`` are the pieces of the D area in order, ``size`` the expression of its
-    length; ``space`` holds the names the source uses.
+    not the common case: MISSING, a wrong type, a CHAR over its length, a DATETIME not of its
+    length, a VARCHAR over 255 bytes or 4 per character (the caller then takes the per-column
+    path, which raises every error). ``parts`` are the pieces of the D area in order, ``size``
+    the expression of its length; ``space`` holds the names the source uses.
     """
 
     body: str
@@ -214,11 +214,15 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
             space[f"P{i}"] = BE_INTS[t].pack
             lines += [f"elif type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})",
                       "else: return None"]
-        elif t in (CHAR, DATETIME):
+        elif t == CHAR:
             size = n
-            enc = "encode()" if t == CHAR else 'encode("ascii")'
-            lines += ["else:", f" b{i} = v{i}.{enc}", f" if len(b{i}) != {n}: return None",
+            lines += ["else:", f" b{i} = v{i}.encode()", f" if len(b{i}) != {n}:",
+                      f"  if len(b{i}) > {n}: return None", f"  b{i} = b{i}.ljust({n})",
                       f" h{i} = C{i}"]
+        elif t == DATETIME:
+            size = n
+            lines += ["else:", f" b{i} = v{i}.encode('ascii')",
+                      f" if len(b{i}) != {n}: return None", f" h{i} = C{i}"]
         else:
             raise DefinitionError(f"column {col.name}: type {t} not supported")
         space[f"C{i}"] = entry(i, size + 2) + VALUE_IND
