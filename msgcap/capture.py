@@ -72,7 +72,8 @@ class Capture:
                  reporter: Reporter | None = None, max_idle: float | None = None,
                  stop_grace: float = 30.0, restart: Callable[[], Any] | None = None,
                  spill_path: str | None = None, spill_at: int | None = None,
-                 stream_at: int | None = STREAM_AT, clock: Callable[[], float] = time.monotonic) -> None:
+                 stream_at: int | None = STREAM_AT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
         self.pipeline = pipeline
         self.writer = writer
