@@ -175,11 +175,12 @@ class InlineColumns:
     """Source of the common case of one table's D area, for generated encoders (``exec``).
 
     ``body`` (statements at one indent level, inside a ``try``) unpacks ``values`` and sets
-    ``h{i}``/``b{i}`` (entry head, value bytes) of every column, or returns None when a value is
-    not the common case: MISSING, a wrong type, a CHAR over its length, a DATETIME not of its
-    length, a VARCHAR over 255 bytes or 4 per character (the caller then takes the per-column
-    path, which raises every error). ``parts`` are the pieces of the D area in order, ``size``
-    the expression of its length; ``space`` holds the names the source uses.
+    ``h{i}``/``b{i}`` (entry head, value bytes; both empty for MISSING) of every column, or
+    returns None when a value is not the common case: a wrong type, a CHAR over its length, a
+    DATETIME not of its length, a VARCHAR over 255 bytes or 4 per character (the caller then
+    takes the per-column path, which raises every error). ``parts`` are the pieces of the D
+    area in order, ``size`` the expression of its length; ``space`` holds the names the source
+    uses.
     """
 
     body: str
@@ -192,9 +193,9 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
     """The common-case encoding of ``table``'s values as source text (see ``InlineColumns``);
     its output is byte for byte what ``column_encoder`` gives for the same values."""
     entry = layout.entry.pack
-    space: dict[str, Any] = {"E": b""}
-    lines = [f"({''.join(f'v{i}, ' for i in range(len(table.columns)))}) = values"]
-    fixed = 0
+    space: dict[str, Any] = {"E": b"", "MISSING": MISSING}
+    lines = [f"({''.join(f'v{i}, ' for i in range(len(table.columns)))}) = values", "m = 0"]
+    fixed = 0  # bytes of the columns whose entry has one size (NULL or not), less m: MISSING
     varying = []
     for i, col in enumerate(table.columns):
         t, n = col.type_code, col.external_length
@@ -205,34 +206,35 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
             var = layout.entry_var.pack
             # by byte length: n characters of up to 4 UTF-8 bytes each
             space[f"H{i}"] = [var(i, k + 4, 0, k) for k in range(min(4 * n, 255) + 1)]
-            lines.append(f"else: b{i} = v{i}.encode(); h{i} = H{i}[len(b{i})]")
+            lines += [f"elif v{i} is MISSING: h{i} = E; b{i} = E; m += 8",
+                      f"else: b{i} = v{i}.encode(); h{i} = H{i}[len(b{i})]"]
             fixed += 8  # the NULL entry too: index, length, FFFF, 0000
             varying.append(f"len(b{i})")
             continue
-        if t in BE_INTS:
-            size = _INT_SIZES[t]
-            space[f"P{i}"] = BE_INTS[t].pack
-            lines += [f"elif type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})",
-                      "else: return None"]
-        elif t == CHAR:
-            size = n
-            lines += ["else:", f" b{i} = v{i}.encode()", f" if len(b{i}) != {n}:",
-                      f"  if len(b{i}) > {n}: return None", f"  b{i} = b{i}.ljust({n})",
-                      f" h{i} = C{i}"]
-        elif t == DATETIME:
-            size = n
-            lines += ["else:", f" b{i} = v{i}.encode('ascii')",
-                      f" if len(b{i}) != {n}: return None", f" h{i} = C{i}"]
-        else:
-            raise DefinitionError(f"column {col.name}: type {t} not supported")
+        size = _INT_SIZES[t] if t in BE_INTS else n
         space[f"C{i}"] = entry(i, size + 2) + VALUE_IND
         if len(null_span) == size + 2:
             fixed += size + 6
+            missing = f"elif v{i} is MISSING: h{i} = E; b{i} = E; m += {size + 6}"
         else:  # a DATETIME longer than the NULL text
             varying.append(f"len(h{i}) + len(b{i})")
+            missing = f"elif v{i} is MISSING: h{i} = E; b{i} = E"
+        if t in BE_INTS:
+            space[f"P{i}"] = BE_INTS[t].pack
+            lines += [f"elif type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})", missing,
+                      "else: return None"]
+        elif t == CHAR:
+            lines += [missing, "else:", f" b{i} = v{i}.encode()", f" if len(b{i}) != {n}:",
+                      f"  if len(b{i}) > {n}: return None", f"  b{i} = b{i}.ljust({n})",
+                      f" h{i} = C{i}"]
+        elif t == DATETIME:
+            lines += [missing, "else:", f" b{i} = v{i}.encode('ascii')",
+                      f" if len(b{i}) != {n}: return None", f" h{i} = C{i}"]
+        else:
+            raise DefinitionError(f"column {col.name}: type {t} not supported")
     body = "\n".join(lines)
     parts = "".join(f"h{i}, b{i}, " for i in range(len(table.columns)))
-    return InlineColumns(body, parts, " + ".join([str(fixed), *varying]), space)
+    return InlineColumns(body, parts, " + ".join([str(fixed), *varying]) + " - m", space)
 
 
 def compile_source(source: str, space: dict[str, Any], name: str, label: str) -> Callable:

@@ -68,8 +68,9 @@ class _Frame:
 def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Callable:
     """``record(rec, tail, audit_rba, transind)`` → the whole G … Z record of an insert,
     update or delete, with ``tail`` (T and U tokens) after the D token; None when the values or
-    header fields are not the common case, the record is a PK update or truncate, or it is too
-    long (the caller then encodes it field by field, which raises every error)."""
+    header fields are not the common case, the record is a PK update or truncate, has no
+    column entry or is too long (the caller then encodes it field by field, which raises every
+    error)."""
     inline = table.inline
     space = dict(inline.space, PRE=pack_d, Z=layout.head.pack, NAME=table.name_bytes,
                  BA=_BEFORE_AFTER)
@@ -84,7 +85,7 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
         f"{body}\n"
         f"  dlen = {inline.size}\n"
         f"  total = len(tail) + dlen + {12 + hlen + 4}\n"  # G, H and D heads, Z
-        f"  if total > {MAX_RECORD}: return None\n"
+        f"  if total > {MAX_RECORD} or not dlen: return None\n"  # no D token when no entry
         f"  return b''.join((PRE({REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, "
         f"{PARTITION}, BA[rec.before_after], dlen, iotype, {ORIG_NODE}, "
         f"{JULIAN_UNIX_EPOCH_US} + rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, "
