@@ -2,8 +2,9 @@
 
 Usage: python bench/bench_trail.py [RECORDS] [RECORDS_PER_TRANSACTION] [REPEAT]
 
-Prints records/s and MB/s for: encoding only, TrailWriter (sync=batch, one fsync at the end),
-a raw os.write() of the same bytes in 1 MiB chunks, TrailReader over the file (headers and
+Prints records/s and MB/s for: encoding only (and, as a same-run baseline, encoding with the
+generated per-table encoders switched off: the per-column path), TrailWriter (sync=batch, one
+fsync at the end), a raw os.write() of the same bytes in 1 MiB chunks, TrailReader over the file (headers and
 tokens), TrailReader with typed column values, and a raw read of the same file — all in this run
 and on one core, so the figures compare directly (best of REPEAT runs, wall and CPU time).
 Targets (trail issue): ≥ 200k records/s written and ≥ 200k records/s read.
@@ -53,6 +54,10 @@ def transactions(records: int, per_tx: int) -> list[TrailTransaction]:
     return txs
 
 
+def _decline(*_: object) -> None:
+    return None
+
+
 def measure(what: str, records: int, nbytes: int, step, repeat: int) -> None:
     """Run ``step`` ``repeat`` times; print the best wall and the best CPU rate (one core's
     rate: on a shared machine CPU time is the steadier figure)."""
@@ -83,6 +88,16 @@ def main() -> None:
             for i, tx in enumerate(txs, 1):
                 enc.encode_transaction(tx, i)
         measure("encode only", records, size, encode, repeat)
+
+        # the same-run baseline: the per-column path alone, generated encoders switched off
+        plain = TrailEncoder("big")
+        frame = plain._frame(TABLE)
+        frame.record = frame.table._fast = _decline
+
+        def encode_plain() -> None:
+            for i, tx in enumerate(txs, 1):
+                plain.encode_transaction(tx, i)
+        measure("encode only, per-column path", records, size, encode_plain, repeat)
 
         prefix = os.path.join(d, "aa")
         path = prefix + "000000000"
