@@ -5,8 +5,9 @@ Usage: python bench/bench_trail.py [RECORDS] [RECORDS_PER_TRANSACTION] [REPEAT]
 Prints records/s and MB/s for: encoding only (and, as a same-run baseline, encoding with the
 generated per-table encoders switched off: the per-column path), TrailWriter (sync=batch, one
 fsync at the end), a raw os.write() of the same bytes in 1 MiB chunks, TrailReader over the file
-(headers and tokens), TrailReader with typed column values, and a raw read of the same file — all
-in this run and on one core, so the figures compare directly (best of REPEAT runs, wall and CPU time).
+(headers and tokens), TrailReader with typed column values, and a raw read of the same file —
+all in this run and on one core, so the figures compare directly (best of REPEAT runs, wall and
+CPU time).
 Targets (trail issue): ≥ 200k records/s written and ≥ 200k records/s read.
 """
 
