@@ -8,6 +8,11 @@ completed. It owns the state that must survive between messages and across resta
   operation accepted, all restored from the trail's ``Recovery`` on start;
 * the image rules that pick which columns each record carries (trail-format.md §6).
 
+While a transaction is open, a message already in the trail by the mark of the last complete
+transaction (§9.2) is a duplicate before any interleaving test: after a reconnection the spill
+journal rebuilds the open transaction first, then the broker redelivers messages of earlier
+transactions whose acknowledgements were lost. The open transaction is left as it was.
+
 A message is all or nothing: if any of its Ops is rejected, the state is rolled back to what it
 was before the message, so ``error.policy=discard`` can drop it and go on (a transaction left open
 by earlier messages stays open). The live capture, replay and Spark batch use it unchanged.
@@ -97,7 +102,8 @@ class AssemblerState:
 
     ``Assembler.state()`` takes it and ``resume()`` continues from it, so that a later part of
     the input can be assembled elsewhere (Spark batch partitions); the open transaction's
-    earlier records stay wherever they were encoded.
+    earlier records stay wherever they were encoded. ``base``: the duplicate mark when the open
+    transaction began (that of the last complete transaction), None when none is open.
     """
 
     seq: int = 0
@@ -105,6 +111,7 @@ class AssemblerState:
     last: tuple[str, int] | None = None
     open: tuple[str, str | None, str | None, str | None, bool, str,
                 tuple[tuple[str, str], ...]] | None = None
+    base: tuple[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -143,6 +150,7 @@ class _OpenTx:
     """A transaction being assembled (possibly over several messages)."""
 
     __slots__ = (
+        "base",
         "counts",
         "first_message",
         "given_txid",
@@ -157,7 +165,8 @@ class _OpenTx:
     )
 
     def __init__(self, txid: str, given_txid: str | None, op: Op | None, skipping: bool,
-                 first_message: str) -> None:
+                 first_message: str, base: tuple[str, int] | None) -> None:
+        self.base = base  # the duplicate mark when it began: the last complete transaction's
         self.txid = txid
         self.given_txid = given_txid
         self.txname = op.txname if op is not None else None
@@ -230,7 +239,8 @@ class Assembler:
             tx.txid, tx.given_txid, tx.txname, tx.txowner, tx.skipping, tx.first_message,
             tuple(k for k, n in tx.count_ops().items() for _ in range(n)) if tx.counts
             else tuple(tx.ops))
-        return AssemblerState(self._seq, self._txid, self._last, held)
+        return AssemblerState(self._seq, self._txid, self._last, held,
+                              None if tx is None else tx.base)
 
     def resume(self, state: AssemblerState) -> None:
         """Continue from ``state``: the open transaction gets only the records added from now."""
@@ -238,7 +248,7 @@ class Assembler:
         self._open = None
         if state.open is not None:
             txid, given, txname, txowner, skipping, first, ops = state.open
-            tx = self._open = _OpenTx(txid, given, None, skipping, first)
+            tx = self._open = _OpenTx(txid, given, None, skipping, first, state.base)
             tx.txname, tx.txowner = txname, txowner
             tx.ops.extend(ops)
 
@@ -297,7 +307,7 @@ class Assembler:
             seqid, last = op.seqid, self._last
             # a seqid of the same width past the mark is new; anything else is tested in full
             if seqid is not None and last is not None and (
-                    len(seqid) != len(last[0]) or seqid <= last[0]) and self._is_written(op):
+                    len(seqid) != len(last[0]) or seqid <= last[0]) and _is_written(op, last):
                 return None  # already in the trail: ``add`` skips it
             txid, txnum = op.txid, self._txid
             if txid is None:
@@ -330,6 +340,9 @@ class Assembler:
         out = Outcome()
         if not ops:
             out.ack_now = True
+            return out
+        if self._open is not None and self._redelivered(self._open, ops):
+            out.ack_now = out.duplicate = True
             return out
         name = message.name
         holder: _OpenTx | None = None  # the last written transaction holding one of our ops
@@ -397,8 +410,32 @@ class Assembler:
             holder.messages.append(message)
         return out
 
+    def _redelivered(self, tx: _OpenTx, ops: Sequence[Op]) -> bool:
+        """While ``tx`` is open: True for a message that is not part of it and whose operations
+        are all at or before the mark of the last complete transaction (§9.2), such as one of
+        an earlier transaction redelivered after a lost acknowledgement.
+
+        A message continuing ``tx`` by its txid takes the usual path: the skipped
+        transaction's own messages end it there, and for one being written it is an error
+        (partly written). Without txids nothing tells a new transaction's messages apart, so
+        only a skipped transaction is continued by them.
+        """
+        base = tx.base
+        if base is None:
+            return False
+        first = ops[0]
+        ind = first.txind
+        if ((ind == TX_MIDDLE or ind == TX_END) and first.txid == tx.given_txid
+                and (tx.skipping or first.txid is not None)):
+            return False
+        for op in ops:
+            if not _is_written(op, base):
+                return False
+        return True
+
     def _begin(self, op: Op, name: str) -> _OpenTx:
-        skipping = self._is_written(op)
+        last = self._last
+        skipping = _is_written(op, last)
         if op.txid is None:
             if skipping:
                 txid = ""
@@ -407,7 +444,7 @@ class Assembler:
                 txid = str(self._txid)
         else:
             txid = op.txid
-        return _OpenTx(txid, op.txid, op, skipping, name)
+        return _OpenTx(txid, op.txid, op, skipping, name, last)
 
     def _complete(self, tx: _OpenTx, out: Outcome) -> None:
         if tx.skipping:
@@ -415,25 +452,12 @@ class Assembler:
         else:
             out.completed.append(tx.finish())
 
-    def _is_written(self, op: Op) -> bool:
-        """True when the op is at or before the duplicate mark (S, k) (§9.2)."""
-        last = self._last
-        seqid = op.seqid
-        if last is None or seqid is None:
-            return False
-        s, k = last
-        if len(seqid) != len(s):
-            raise MessageError(
-                f"seqid {seqid!r} has {len(seqid)} characters, the previous one {s!r} "
-                f"{len(s)}: seqids must be fixed-width", position=_where(op, "seqid"))
-        return seqid < s or (seqid == s and op.ordinal <= k)
-
     def _append(self, tx: _OpenTx, op: Op, first: bool) -> int:
         """Add one op's records to ``tx``; 0 when it is skipped as already written, else 1.
 
         ``first``: the op that began ``tx``, whose duplicate test ``_begin`` already made.
         """
-        if not first and self._is_written(op) != tx.skipping:
+        if not first and _is_written(op, self._last) != tx.skipping:
             raise MessageError(
                 f"seqid {op.seqid} ordinal {op.ordinal}: transaction {tx.txid or '?'} is only "
                 "partly in the trail already (seqids do not increase)",
@@ -536,6 +560,19 @@ def _counter(last: str | None, width: int | None) -> int:
     if last and last.isdigit() and (width is None or len(last) == width):
         return int(last)
     return 0
+
+
+def _is_written(op: Op, mark: tuple[str, int] | None) -> bool:
+    """True when the op is at or before the duplicate mark (S, k) (§9.2)."""
+    seqid = op.seqid
+    if mark is None or seqid is None:
+        return False
+    s, k = mark
+    if len(seqid) != len(s):
+        raise MessageError(
+            f"seqid {seqid!r} has {len(seqid)} characters, the previous one {s!r} "
+            f"{len(s)}: seqids must be fixed-width", position=_where(op, "seqid"))
+    return seqid < s or (seqid == s and op.ordinal <= k)
 
 
 def _where(op: Op, item: str | None = None) -> str:
