@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -34,6 +35,24 @@ def body(seq: int, txind: str = "W") -> str:
             f"Customer {seq},City {seq % 97},2024-03-01 10:15:30\n")
 
 
+def wait_peak_rss_mb(proc: subprocess.Popen) -> float:
+    """Wait for ``proc`` to end; its own peak RSS in MB (VmHWM, sampled every 50 ms).
+
+    Not ``ru_maxrss`` from wait4: Linux keeps the pre-exec high-water mark, so a child forked by
+    a large pytest process would report pytest's own RSS.
+    """
+    peak_kb, status = 0, Path(f"/proc/{proc.pid}/status")
+    while proc.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak_kb = max(peak_kb, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return peak_kb / 1024
+
+
 class Work:
     """A GoldenGate-style home directory (dirprm/, dirdef/, dirdat/, ...) for one test."""
 
@@ -45,6 +64,7 @@ class Work:
         self.prop = root / "dirprm" / "jmsvam.properties"
 
     body = staticmethod(body)
+    wait_peak_rss_mb = staticmethod(wait_peak_rss_mb)
 
     def properties(self, **items: object) -> Path:
         """Write the properties file: BASE_PROPS plus ``items`` (``jms_url`` → ``jms.url``)."""
