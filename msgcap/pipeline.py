@@ -205,22 +205,7 @@ class Pipeline:
         except MessageError as exc:
             # e.g. a record over the trail's size limit: the whole transaction is lost
             return self._reject(message, exc.located(message.name), raw_id, Processed())
-        # _count, inline for the common message
-        stats.transactions += 1
-        counts = stats.operations
-        done_ops = done.ops
-        for key in done_ops:
-            counts[key] = counts.get(key, 0) + done_ops[key]
-        stats.last_position = position
-        stats.last_commit_us = done.tx.records[-1].io_time
-        try:
-            file = position.file
-        except AttributeError:
-            file = ""
-        if file:
-            files = stats.trail_files
-            if not files or files[-1] != file:
-                files.append(file)
+        self._count(done, position)
         return Processed([(done, position)], False, False, None)
 
     def _write(self, message: Message, raw_id: str, outcome: Outcome) -> Processed:
@@ -261,10 +246,7 @@ class Pipeline:
             counts[key] = counts.get(key, 0) + done_ops[key]
         stats.last_position = position
         stats.last_commit_us = done.tx.records[-1].io_time
-        try:
-            file = position.file
-        except AttributeError:
-            file = ""
+        file = position.file
         if file:
             files = stats.trail_files
             if not files or files[-1] != file:
