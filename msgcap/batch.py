@@ -31,6 +31,7 @@ import bisect
 import gc
 import io
 import json
+import marshal
 import os
 import shutil
 import sys
@@ -263,40 +264,65 @@ class _Clock:
 
 @dataclass(slots=True)
 class Skeleton:
-    """What the state machine needs of one split: per message (kind, name, ops or None)."""
+    """What the state machine needs of one split, per message (kind, name, ops or None).
+
+    Packed in one ``marshal`` blob (kinds as bytes, names, and per message an index into the
+    split's distinct op tuples): a million small tuples pickled through the JVM cost more than
+    the parse itself.
+    """
 
     index: int
-    messages: list[tuple[int, str, tuple | None]]
+    blob: bytes
     first_id: tuple[int, str] | None = None  # (message index, id) of the first id assigned
     last_id: str | None = None
+
+    def messages(self) -> Iterator[tuple[int, str, tuple | None]]:
+        """The (kind, name, ops) of each message, in order."""
+        kinds, names, refs, distinct = marshal.loads(self.blob)
+        index = array("q")
+        index.frombytes(refs)
+        return zip(kinds, names, map(distinct.__getitem__, index), strict=True)
 
 
 def skeleton(job: Job, split: Split) -> Skeleton:
     """Read, assign ids and parse one split; keep only the state machine's inputs."""
-    out = Skeleton(split.index, [])
+    first_id: tuple[int, str] | None = None
     clock = _Clock()
     ids = MessageIds(job.id_mode, None, clock=clock)
     checker = Assembler(job.rules)
     parse = job.parser.parse
-    msgs = out.messages
+    kinds = bytearray()
+    names: list[str] = []
+    refs = array("q")
+    distinct: list[tuple | None] = []
+    seen: dict[tuple | None, int] = {}
+
+    def add(kind: int, name: str, ops: tuple | None) -> None:
+        ref = seen.get(ops)
+        if ref is None:
+            ref = seen[ops] = len(distinct)
+            distinct.append(ops)
+        kinds.append(kind)
+        names.append(name)
+        refs.append(ref)
+
     with _no_gc():
         try:
             for offset, _path, _number, message in read_split(split):
                 clock.now_ns = (job.time_base + offset) * 1000
                 try:
                     message.id = ids.next_id(message)
-                    if out.first_id is None:
-                        out.first_id = (len(msgs), message.id)
+                    if first_id is None:
+                        first_id = (len(kinds), message.id)
                     ops = parse(message)
                 except MessageError:
-                    msgs.append((_BAD, "", None))
+                    add(_BAD, "", None)
                     continue
-                msgs.append((_OK, message.name,
-                             tuple(_skeleton_op(checker, op) for op in ops)))
+                add(_OK, message.name, tuple(_skeleton_op(checker, op) for op in ops))
         except MsgcapError:  # not discardable (id width, unreadable dump): the job stops there
-            msgs.append((_FATAL, "", None))
-    out.last_id = ids.last
-    return out
+            add(_FATAL, "", None)
+        blob = marshal.dumps((bytes(kinds), names, refs.tobytes(), distinct))
+    return Skeleton(split.index, blob, first_id, ids.last)
 
 
 def _skeleton_op(checker: Assembler, op: Op) -> tuple:
@@ -379,7 +405,7 @@ def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _
                 width = len(fid[1])
             elif len(fid[1]) != width:
                 check_at = fid[0]
-        for mi, (kind, name, ops) in enumerate(sk.messages):
+        for mi, (kind, name, ops) in enumerate(sk.messages()):
             if mi == check_at or kind == _FATAL or (kind == _BAD and abend):
                 p.stop = mi
                 return Planned(plans)
