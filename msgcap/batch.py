@@ -204,6 +204,9 @@ def read_split(split: Split) -> Iterator[tuple[int, str, int, Message]]:
             number = p.first_line
             end = p.end
             jsonl = p.kind == KIND_JSONL
+            if not jsonl:
+                yield from _text_lines(fh, p, name, pos, number)
+                continue
             while pos < end:
                 raw = fh.readline()
                 if not raw:
@@ -216,6 +219,46 @@ def read_split(split: Split) -> Iterator[tuple[int, str, int, Message]]:
                     yield p.base + pos, p.path, number, message
                 pos += len(raw)
                 number += 1
+
+
+def _text_lines(fh: Any, p: Piece, name: str, pos: int,
+                number: int) -> Iterator[tuple[int, str, int, Message]]:
+    """``read_split`` of a text-lines piece from ``pos``: read in large chunks and split, the
+    messages as ``dumps.text_line_message`` makes them (``readline`` per line costs more)."""
+    end, base, path = p.end, p.base, p.path
+    name_at, path_at = f"{name}:", f"{path}:"
+    rest = b""
+    while pos < end:
+        chunk = fh.read(_READ_CHUNK)
+        if chunk:
+            data = rest + chunk if rest else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            rest = data[cut + 1:]
+            lines = data[:cut].split(b"\n")
+            extra = 1
+        elif rest:  # a last line without terminator
+            lines, rest, extra = [rest], b"", 0
+        else:
+            return
+        for raw in lines:
+            if pos >= end:
+                return
+            size = len(raw) + extra
+            if raw[-1:] == b"\r":
+                raw = raw[:-1]
+            if raw:
+                try:
+                    body: str | bytes = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    body = raw
+                n = str(number)
+                yield base + pos, path, number, Message(name_at + n, {}, body, None,
+                                                        path_at + n)
+            pos += size
+            number += 1
 
 
 # -- what every task gets -------------------------------------------------------------------------
@@ -803,8 +846,11 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             if ranges:
                 say(f"counting lines of {len(ranges)} split points")
                 todo = [(os.path.abspath(path), a, b) for path, a, b in ranges]
-                counts = sc.parallelize(todo, len(todo)).map(
-                    lambda r: count_newlines(*r)).collect()
+                if sc.master.startswith("local"):  # a scan at disk speed: cheaper than a job
+                    counts = [count_newlines(*r) for r in todo]
+                else:
+                    counts = sc.parallelize(todo, len(todo)).map(
+                        lambda r: count_newlines(*r)).collect()
                 splits = with_line_numbers(splits, counts)
             say(f"parsing {len(paths)} input files in {len(splits)} splits")
             skeletons = sc.parallelize(splits, len(splits)).map(
