@@ -436,6 +436,8 @@ def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _
           abend: bool) -> Planned:
     plans: list[Plan] = []
     txnum = 0
+    bad, add = asm.bad, asm.add
+    headers: dict[str, str] = {}  # shared: the plan's messages only name themselves
     last_id: str | None = None
     width: int | None = None
     for sk in skeletons:
@@ -449,14 +451,14 @@ def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _
             elif len(fid[1]) != width:
                 check_at = fid[0]
         for mi, (kind, name, ops) in enumerate(sk.messages()):
-            if mi == check_at or kind == _FATAL or (kind == _BAD and abend):
-                p.stop = mi
-                return Planned(plans)
-            if kind == _BAD:
+            if kind != _OK or mi == check_at:
+                if mi == check_at or kind == _FATAL or abend:
+                    p.stop = mi
+                    return Planned(plans)
                 continue
+            if bad:
+                bad.clear()
             built = []
-            bad = asm.bad
-            bad.clear()
             for t, optype, seqid, txid, txind, txname, txowner, ordinal, failing in ops:
                 table = names.get(t)
                 if table is None:
@@ -467,7 +469,7 @@ def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _
                     bad.add(id(op))
                 built.append(op)
             try:
-                outcome = asm.add(Message("", origin=name), built)
+                outcome = add(Message("", headers, "", None, name), built)
             except MessageError:
                 if abend:
                     p.stop = mi
