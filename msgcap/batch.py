@@ -38,7 +38,8 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Self, TextIO
@@ -423,17 +424,19 @@ class Planned:
     end_error: MessageError | None = None  # open transaction at the end of the input
 
 
-def plan(skeletons: list[Skeleton], rules: ImageRules, policy: str) -> Planned:
-    """Run the state machine over the skeletons in order (step 2)."""
+def plan(skeletons: Iterable[Skeleton], rules: ImageRules, policy: str,
+         ready: Callable[[Plan], None] | None = None) -> Planned:
+    """Run the state machine over the skeletons in order (step 2); ``ready`` gets each split's
+    plan as soon as it is final (its encoding can start while later splits are planned)."""
     asm = _SkeletonAssembler(rules)
     names: dict[str, _TableName] = {}
     abend = policy == "abend"
     with _no_gc():
-        return _plan(skeletons, asm, names, abend)
+        return _plan(skeletons, asm, names, abend, ready or (lambda p: None))
 
 
-def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _TableName],
-          abend: bool) -> Planned:
+def _plan(skeletons: Iterable[Skeleton], asm: _SkeletonAssembler, names: dict[str, _TableName],
+          abend: bool, ready: Callable[[Plan], None]) -> Planned:
     plans: list[Plan] = []
     txnum = 0
     bad, add = asm.bad, asm.add
@@ -454,6 +457,7 @@ def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _
             if kind != _OK or mi == check_at:
                 if mi == check_at or kind == _FATAL or abend:
                     p.stop = mi
+                    ready(p)
                     return Planned(plans)
                 continue
             if bad:
@@ -473,9 +477,11 @@ def _plan(skeletons: list[Skeleton], asm: _SkeletonAssembler, names: dict[str, _
             except MessageError:
                 if abend:
                     p.stop = mi
+                    ready(p)
                     return Planned(plans)
                 continue
             txnum += len(outcome.completed)
+        ready(p)
         if sk.last_id is not None:
             last_id = sk.last_id
     try:
@@ -841,6 +847,10 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
     bjob = sc.broadcast(job)
     cwd = job.cwd
     out = progress_out if progress_out is not None else sys.stderr
+    # one Spark job per split, submitted from threads: a split's plan is final (and its
+    # encoding job queued) while later splits are still parsed and planned
+    pool = ThreadPoolExecutor(max_workers=2 * max(1, sc.defaultParallelism) + 2,
+                              thread_name_prefix="batch-job")
     try:
         with Progress(sc, out, progress_interval) as prog:
             say = progress or prog.say
@@ -855,11 +865,22 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
                         lambda r: count_newlines(*r)).collect()
                 splits = with_line_numbers(splits, counts)
             say(f"parsing {len(paths)} input files in {len(splits)} splits")
-            skeletons = sc.parallelize(splits, len(splits)).map(
-                lambda s: skeleton(_job(bjob, cwd), s)).collect()
-            say("assembling transactions")
-            planned = plan(skeletons, job.rules, job.policy)
-            del skeletons
+            parsed = [_submit(pool, sc, lambda s: skeleton(_job(bjob, cwd), s), split)
+                      for split in splits]
+
+            def arriving() -> Iterator[Skeleton]:
+                for k, future in enumerate(parsed):
+                    if k == len(parsed) - 1:
+                        say("assembling transactions")
+                    yield future.result()
+                    parsed[k] = None
+
+            def ready(p: Plan) -> None:
+                encoding.append(_submit(pool, sc, lambda sp: encode_split(
+                    _job(bjob, cwd), sp[0], sp[1]), (splits[p.index], p)))
+
+            encoding: list[Future] = []
+            planned = plan(arriving(), job.rules, job.policy, ready)
             write_trail_defs(settings, definitions)
             result = Result(Stats(), splits=len(splits))
             trail = settings.trail
@@ -873,8 +894,8 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
             try:
                 say(f"encoding {len(planned.plans)} splits")
                 dropped: list[int] = []
-                error = _append_all(sc, bjob, cwd, splits, planned.plans, writer, result, output,
-                                    say, dropped)
+                error = _append_all(pool, sc, bjob, cwd, splits, planned.plans, encoding,
+                                    writer, result, output, say, dropped)
                 if error is None and planned.end_error is not None:
                     error = planned.end_error
                 writer.flush_durable()
@@ -893,9 +914,15 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
                     _write_rows(spark, staging, output, f, dropped)
                     result.outputs[f] = os.path.join(output, f)
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # no task writes to staging afterwards
         bjob.unpersist()
         shutil.rmtree(staging, ignore_errors=True)
     return result
+
+
+def _submit(pool: ThreadPoolExecutor, sc: Any, fn: Callable[[Any], Any], item: Any) -> Future:
+    """A one-task Spark job running ``fn(item)``; its result when done."""
+    return pool.submit(lambda: sc.parallelize([item], 1).map(fn).collect()[0])
 
 
 def _job(bjob: Any, cwd: str) -> Job:
@@ -914,8 +941,9 @@ def _check_output(output: str, formats: tuple[str, ...]) -> None:
                               "--output", url=d)
 
 
-def _append_all(sc: Any, bjob: Any, cwd: str, splits: list[Split], plans: list[Plan], writer: Any,
-                result: Result, output: str, say: Callable[[str], None],
+def _append_all(pool: ThreadPoolExecutor, sc: Any, bjob: Any, cwd: str, splits: list[Split],
+                plans: list[Plan], encoding: list[Future], writer: Any, result: Result,
+                output: str, say: Callable[[str], None],
                 dropped: list[int]) -> MsgcapError | None:
     """Encode the planned splits in tasks and append their bytes in order; the stopping error.
 
@@ -932,16 +960,16 @@ def _append_all(sc: Any, bjob: Any, cwd: str, splits: list[Split], plans: list[P
     stats = result.stats
     work = list(plans)
 
-    def encode(todo: list[Plan]) -> list[Encoded]:
-        pairs = [(splits[p.index], p) for p in todo]
-        return sc.parallelize(pairs, len(pairs)).map(
-            lambda sp: encode_split(_job(bjob, cwd), sp[0], sp[1])).collect()
+    def encode(todo: list[Plan]) -> list[Future]:
+        return [_submit(pool, sc, lambda sp: encode_split(_job(bjob, cwd), sp[0], sp[1]),
+                        (splits[p.index], p)) for p in todo]
 
-    results = encode(work)
+    results = encoding
     i = 0
     try:
         while i < len(results):
-            r = results[i]
+            r = results[i].result()
+            results[i] = None  # its bytes are appended below: not kept
             if r.txnum != writer.txnum or r.head_error != pending_error:
                 say(f"encoding splits {r.index}-{splits[-1].index} again (a transaction "
                     "failed to encode)")
@@ -950,6 +978,8 @@ def _append_all(sc: Any, bjob: Any, cwd: str, splits: list[Split], plans: list[P
                              p.stop, pending_error if k == 0 else None)
                         for k, p in enumerate(work[i:])]
                 work = work[:i] + redo
+                for future in results[i + 1:]:  # they write the same staging files
+                    future.exception()
                 results = results[:i] + encode(redo)
                 continue
             if r.discards:
