@@ -362,7 +362,15 @@ def skeleton(job: Job, split: Split) -> Skeleton:
                 except MessageError:
                     add(_BAD, "", None)
                     continue
-                add(_OK, message.name, tuple(_skeleton_op(checker, op) for op in ops))
+                shape = ((_skeleton_op(checker, ops[0]),) if len(ops) == 1
+                         else tuple(_skeleton_op(checker, op) for op in ops))
+                ref = seen.get(shape)  # add(), inline for the common case
+                if ref is None:
+                    ref = seen[shape] = len(distinct)
+                    distinct.append(shape)
+                kinds.append(_OK)
+                names.append(message.origin or message.id)  # message.name, without the call
+                refs.append(ref)
         except MsgcapError:  # not discardable (id width, unreadable dump): the job stops there
             add(_FATAL, "", None)
         blob = marshal.dumps((bytes(kinds), names, refs.tobytes(), distinct))
@@ -508,7 +516,7 @@ class _Sink:
         self.head_error = plan.head_error
         self.head_done = False
         self.head_failed = False
-        self.last: tuple[str | None, int | None, str | None] = (None, None, None)
+        self.last_tx: TrailTransaction | None = None
         self.rows = rows
         self.origins = origins
         self.split = plan.index
@@ -526,11 +534,23 @@ class _Sink:
             self.head_failed = head
             raise
         self.txnum += 1
-        self._add(data, tx, not head, True)
+        if self.rows is None:  # _add, inline for the common case
+            self.chunks.append(data)
+            self.size += len(data)
+        else:
+            self._add(data, tx, not head, True)
         self.ends.append(self.size)
-        rec = tx.records[-1]
-        self.last = (rec.seqid, rec.audit_pos, tx.txid)
+        self.last_tx = tx
         return Position(0, self.size, "")
+
+    @property
+    def last(self) -> tuple[str | None, int | None, str | None]:
+        """seqid, AuditPos and txid of the last transaction written (the writer's mark)."""
+        tx = self.last_tx
+        if tx is None:
+            return None, None, None
+        rec = tx.records[-1]
+        return rec.seqid, rec.audit_pos, tx.txid
 
     def tail(self, asm: Assembler) -> str | None:
         """Encode the records of the transaction still open; its error text when it fails."""
