@@ -16,9 +16,12 @@ Three steps, the parse always in the tasks:
    ``TrailEncoder`` and transaction numbers from the plan; a transaction open at a border is
    encoded in parts (``first``/``last``). Bytes are staged in files under ``DIR/.staging``.
 
-The driver then appends the staged bytes in order with ``TrailWriter.append_encoded``, in groups of
-whole transactions that fit the current file, so rollover happens before the same transaction as
-in replay. A transaction that fails to encode under ``discard`` shifts later transaction numbers:
+Every split is a Spark job of its own, submitted from a thread pool in order: a split's
+encoding is queued as soon as its plan is final, so the driver plans and appends while the
+tasks parse and encode later splits. Step 1 returns one ``marshal`` blob per split, not a
+million small objects pickled through the JVM. The driver appends the staged bytes in order
+with ``TrailWriter.append_encoded``, in groups of whole transactions that fit the current file,
+so rollover happens before the same transaction as in replay. A transaction that fails to encode under ``discard`` shifts later transaction numbers:
 the splits after it are encoded again with corrected plans.
 
 Tasks read the inputs by path (local files, or a file system shared with the executors), in the
@@ -896,8 +899,7 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
                     parsed[k] = None
 
             def ready(p: Plan) -> None:
-                encoding.append(_submit(pool, sc, lambda sp: encode_split(
-                    _job(bjob, cwd), sp[0], sp[1]), (splits[p.index], p)))
+                encoding.append(_encode(pool, sc, bjob, cwd, splits[p.index], p))
 
             encoding: list[Future] = []
             planned = plan(arriving(), job.rules, job.policy, ready)
@@ -945,6 +947,13 @@ def _submit(pool: ThreadPoolExecutor, sc: Any, fn: Callable[[Any], Any], item: A
     return pool.submit(lambda: sc.parallelize([item], 1).map(fn).collect()[0])
 
 
+def _encode(pool: ThreadPoolExecutor, sc: Any, bjob: Any, cwd: str, split: Split,
+            plan: Plan) -> Future:
+    """The job encoding one planned split (step 3); its ``Encoded`` when done."""
+    return _submit(pool, sc, lambda sp: encode_split(_job(bjob, cwd), sp[0], sp[1]),
+                   (split, plan))
+
+
 def _job(bjob: Any, cwd: str) -> Job:
     """The broadcast job inside a task, in the driver's working directory (before the parser is
     rebuilt: it may read copybooks or definitions by relative path)."""
@@ -981,8 +990,7 @@ def _append_all(pool: ThreadPoolExecutor, sc: Any, bjob: Any, cwd: str, splits: 
     work = list(plans)
 
     def encode(todo: list[Plan]) -> list[Future]:
-        return [_submit(pool, sc, lambda sp: encode_split(_job(bjob, cwd), sp[0], sp[1]),
-                        (splits[p.index], p)) for p in todo]
+        return [_encode(pool, sc, bjob, cwd, splits[p.index], p) for p in todo]
 
     results = encoding
     i = 0
