@@ -34,41 +34,35 @@ def _is_leap(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
+# Fixed-width tokens, longest first where one is a prefix of another (YYYY before YY, MI and MM
+# before M, DD before D); F runs and MM-as-minutes are handled in ``_tokenize``.
+_TOKENS = (
+    ("YYYY", _YEAR, "([0-9]{4})"),
+    ("YY", _YY, "([0-9]{2})"),
+    ("MI", _MINUTE, "([0-9]{2})"),
+    ("MM", _MONTH, "([0-9]{2})"),
+    ("M", _MONTH, "([0-9]{1,2})"),
+    ("DD", _DAY, "([0-9]{2})"),
+    ("D", _DAY, "([0-9]{1,2})"),
+    ("HH", _HOUR, "([0-9]{2})"),
+    ("SS", _SECOND, "([0-9]{2})"),
+)
+
+
 def _tokenize(fmt: str, prop: str | None) -> list[tuple[int | None, str]]:
     """Split a format into (kind, regex) pieces; kind None is a literal."""
     pieces: list[tuple[int | None, str]] = []
     i, n = 0, len(fmt)
     while i < n:
         rest = fmt[i:]
-        if rest.startswith("YYYY"):
-            pieces.append((_YEAR, "([0-9]{4})"))
-            i += 4
-        elif rest.startswith("YY"):
-            pieces.append((_YY, "([0-9]{2})"))
-            i += 2
-        elif rest.startswith("MM"):
-            # MM right after HH and one separator means minutes (§2.4, §14 #7).
-            after_hh = len(pieces) >= 2 and pieces[-2][0] == _HOUR and pieces[-1][0] is None
-            pieces.append((_MINUTE if after_hh else _MONTH, "([0-9]{2})"))
-            i += 2
-        elif rest.startswith("MI"):
-            pieces.append((_MINUTE, "([0-9]{2})"))
-            i += 2
-        elif rest.startswith("M"):
-            pieces.append((_MONTH, "([0-9]{1,2})"))
-            i += 1
-        elif rest.startswith("DD"):
-            pieces.append((_DAY, "([0-9]{2})"))
-            i += 2
-        elif rest.startswith("D"):
-            pieces.append((_DAY, "([0-9]{1,2})"))
-            i += 1
-        elif rest.startswith("HH"):
-            pieces.append((_HOUR, "([0-9]{2})"))
-            i += 2
-        elif rest.startswith("SS"):
-            pieces.append((_SECOND, "([0-9]{2})"))
-            i += 2
+        token = next((t for t in _TOKENS if rest.startswith(t[0])), None)
+        if token is not None:
+            text, kind, regex = token
+            if text == "MM" and len(pieces) >= 2 and pieces[-2][0] == _HOUR \
+                    and pieces[-1][0] is None:
+                kind = _MINUTE  # MM right after HH and one separator means minutes (§2.4, §14 #7)
+            pieces.append((kind, regex))
+            i += len(text)
         elif rest.startswith("F"):
             if len(rest) > 1 and rest[1] in "123456789":
                 digits, i = int(rest[1]), i + 2
