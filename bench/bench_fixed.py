@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 COPYBOOK = """\
        01  HEADER.
@@ -87,12 +88,7 @@ def main() -> int:
     args = ap.parse_args()
     n = args.records
 
-    from gendef.build import build_definitions
-    from msgcap.dumps import read_messages
-    from msgcap.pipeline import build_pipeline
-    from msgcap.trail.writer import TrailWriter
-    from parsers.base import build_parser
-    from props.settings import load_settings
+    from replay_timing import time_parse_and_replay
 
     with tempfile.TemporaryDirectory(prefix="bench-fixed-") as work:
         os.chdir(work)
@@ -120,35 +116,9 @@ def main() -> int:
         assert count == n
         del text
 
-        settings = load_settings("dirprm/bench.properties")
-        definitions = build_definitions(settings)
-        parser = build_parser(settings, definitions)
-        messages = list(read_messages(["messages.txt"], lines=True))
-        t0, c0 = time.perf_counter(), time.process_time()
-        ops = 0
-        for message in messages:
-            ops += len(parser.parse(message))
-        parse_s = (time.perf_counter() - t0, time.process_time() - c0)
-        assert ops == n
-        del messages
-
-        t0, c0 = time.perf_counter(), time.process_time()
-        trail = settings.trail
-        writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
-                             byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract)
-        pipeline = build_pipeline(settings, writer, writer.open(), definitions=definitions,
-                                  parser=parser)
-        for message in read_messages(["messages.txt"], lines=True):
-            pipeline.process(message)
-        pipeline.finish()
-        writer.flush_durable()
-        os.fsync(os.open(writer.position.file, os.O_RDONLY))
-        writer.close()
-        replay_s = (time.perf_counter() - t0, time.process_time() - c0)
-        stats = pipeline.stats
-        assert stats.total_operations == n, stats.summary()
-        trail_mb = sum(os.path.getsize(os.path.join("dirdat", f))
-                       for f in os.listdir("dirdat")) / 1e6
+        timing = time_parse_and_replay("messages.txt", True, n)
+        parse_s, replay_s, stats, trail_mb = (timing.parse, timing.replay, timing.stats,
+                                              timing.trail_mb)
         os.chdir("/")
 
     def line_of(label: str, seconds: tuple[float, float]) -> None:

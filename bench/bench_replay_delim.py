@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PROPS = """\
 trail.path=dirdat/bn
@@ -83,12 +84,10 @@ def main() -> int:
     args = ap.parse_args()
     n, per = args.records, max(1, args.per_message)
 
-    from gendef.build import build_definitions
+    from replay_timing import time_parse_and_replay
+
     from msgcap.dumps import read_messages
     from msgcap.pipeline import build_pipeline
-    from msgcap.trail.writer import TrailWriter
-    from parsers.base import build_parser
-    from props.settings import load_settings
 
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as work:
         os.chdir(work)
@@ -118,35 +117,10 @@ def main() -> int:
         csv_s = (time.perf_counter() - t0, time.process_time() - c0)
         assert count == n
 
-        settings = load_settings("dirprm/bench.properties")
-        definitions = build_definitions(settings)
-        parser = build_parser(settings, definitions)
-        messages = list(read_messages([dump], lines=as_lines))
-        t0, c0 = time.perf_counter(), time.process_time()
-        ops = 0
-        for message in messages:
-            ops += len(parser.parse(message))
-        parse_s = (time.perf_counter() - t0, time.process_time() - c0)
-        assert ops == n
-        del messages
-
-        t0, c0 = time.perf_counter(), time.process_time()
-        trail = settings.trail
-        writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
-                             byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract)
-        pipeline = build_pipeline(settings, writer, writer.open(), definitions=definitions,
-                                  parser=parser)
-        for message in read_messages([dump], lines=as_lines):
-            pipeline.process(message)
-        pipeline.finish()
-        writer.flush_durable()
-        os.fsync(os.open(writer.position.file, os.O_RDONLY))
-        writer.close()
-        replay_s = (time.perf_counter() - t0, time.process_time() - c0)
-        stats = pipeline.stats
-        assert stats.total_operations == n, stats.summary()
-        trail_mb = sum(os.path.getsize(os.path.join("dirdat", f))
-                       for f in os.listdir("dirdat")) / 1e6
+        timing = time_parse_and_replay(dump, as_lines, n)
+        parse_s, replay_s, stats, trail_mb = (timing.parse, timing.replay, timing.stats,
+                                              timing.trail_mb)
+        settings, definitions, parser = timing.settings, timing.definitions, timing.parser
 
         # the same replay with the trail writer stubbed: what the writer costs is the difference
         t0, c0 = time.perf_counter(), time.process_time()
