@@ -10,8 +10,8 @@ Binary fields are big-endian: ``struct.Struct`` for 2/4/8 bytes, ``int.from_byte
 packed decimals go through a 256-entry nibble table; zoned (DISPLAY) numbers accept a separate
 ``+``/``-``, ``.``/``,`` as the point, blanks around, and overpunched signs (ASCII ``{``, ``A``–``I``,
 ``}``, ``J``–``R``, ``p``–``y``; EBCDIC zones C/F and D). A field with a date format stays text
-for the date formatter. ``cp1047`` is registered as a codec here. ``encoder_for`` is each
-decoder's inverse (test messages, property tests).
+for the date formatter. Code pages come from ``props.codepages`` (no codec is registered).
+``encoder_for`` is each decoder's inverse (test messages, property tests).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal, localcontext
 
 from gendef.copybook import COMP, COMP1, COMP2, COMP3, COMP5, DISPLAY, FieldLayout
+from props.codepages import code_page
 from props.errors import MessageError, PropertyError
 
 Value = Decimal | int | str | None
@@ -49,47 +50,15 @@ class DecodeOptions:
 DEFAULT_OPTIONS = DecodeOptions()
 
 
-# -- cp1047 ------------------------------------------------------------------------------------
-
-def _cp1047_table() -> str:
-    """IBM-1047 (Latin-1 open systems EBCDIC): cp037 with six code points moved."""
-    table = list(bytes(range(256)).decode("cp037"))
-    for byte, char in ((0x5F, "^"), (0xAD, "["), (0xB0, "¬"), (0xBA, "Ý"), (0xBB, "¨"),
-                       (0xBD, "]")):
-        table[byte] = char
-    return "".join(table)
-
-
-_CP1047_DECODE = _cp1047_table()
-_CP1047_ENCODE = codecs.charmap_build(_CP1047_DECODE)
-
-
-class _Cp1047(codecs.Codec):
-    def encode(self, text: str, errors: str = "strict") -> tuple[bytes, int]:
-        return codecs.charmap_encode(text, errors, _CP1047_ENCODE)
-
-    def decode(self, data: bytes, errors: str = "strict") -> tuple[str, int]:
-        return codecs.charmap_decode(data, errors, _CP1047_DECODE)
-
-
-def _search(name: str) -> codecs.CodecInfo | None:
-    if name.replace("-", "").replace("_", "").lower() not in ("cp1047", "ibm1047"):
-        return None
-    c = _Cp1047()
-    return codecs.CodecInfo(c.encode, c.decode, name="cp1047")
-
-
-# Codec search functions are process-wide: registering on import makes ``"cp1047"`` usable by
-# ``bytes.decode`` anywhere once the decoders are loaded (Spark workers included).
-codecs.register(_search)
-
+# -- code pages ------------------------------------------------------------------------------
 
 def lookup_codec(encoding: str) -> codecs.CodecInfo:
-    """The codec of ``fixed.encoding`` (cp1047 included); an unknown name is a PropertyError."""
+    """The codec of ``fixed.encoding`` over msgcap's own table (``props.codepages``: nothing is
+    registered, so import order never matters); an unknown name is a PropertyError."""
     try:
-        return codecs.lookup(encoding)
-    except LookupError:
-        raise PropertyError(f"unknown encoding {encoding!r}", prop="fixed.encoding") from None
+        return code_page(encoding).codec_info()
+    except (LookupError, ValueError) as error:
+        raise PropertyError(str(error).strip("'\""), prop="fixed.encoding") from None
 
 
 def is_ebcdic(info: codecs.CodecInfo) -> bool:

@@ -7,7 +7,6 @@ unknown one is an error with a suggestion) → build each section, checking valu
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import logging
 import os
@@ -16,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from props import expr as ex
+from props.codepages import code_page
 from props.errors import PropertyError
 from props.expr import Const, Expr, XPath, parse_delim_value, parse_expr
 from props.javaprops import Entry, parse_properties, substitute_env
@@ -762,20 +762,13 @@ class _Loader:
 
     def _encoding(self) -> str:
         value = self.text("fixed.encoding", "ascii") or "ascii"
-        if value.lower().replace("_", "").replace("-", "") == "cp1047":
-            return "cp1047"
         try:
-            info = codecs.lookup(value)
+            return code_page(value).name
         except LookupError:
             raise self.error("fixed.encoding", f"unknown encoding {value!r}") from None
-        probe = b"\xc3\xa9\xe3\x81\x82\x81\x40\x8e\xa1"
-        try:
-            single = len(info.decode(probe, "replace")[0]) == len(probe)
-        except (TypeError, ValueError):
-            single = False
-        if not single:
-            raise self.error("fixed.encoding", f"{value!r} is not a single-byte character set")
-        return value
+        except ValueError:
+            raise self.error("fixed.encoding",
+                             f"{value!r} is not a single-byte character set") from None
 
     def _delim(self) -> DelimSettings:
         items = self._common("delim", truncate=True)
