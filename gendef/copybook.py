@@ -48,6 +48,11 @@ _NUMBER_RE = re.compile(r"^[+-]?\d*[.,]?\d+$")
 _DATE_WORD_RE = re.compile(r"^[YMDHISFT0-9\-/.:_]+$")
 
 MAX_BINARY_DIGITS = 38
+# Limits checked as soon as the copybook is read, so that one line cannot make the compiler
+# build an unbounded layout (a table holds at most 65,536 columns, sourcedefs.md).
+MAX_OCCURS = 65_535  # OCCURS count (or OCCURS … TO maximum)
+MAX_FIELDS = 65_536  # elementary fields of one record, every occurrence counted
+MAX_RECORD_SIZE = 16 * 1024 * 1024  # bytes of one record
 IMPLICIT_RECORD = "RECORD"  # name of the record that holds a copybook without a 01 level
 
 
@@ -580,12 +585,20 @@ class _Parser:
                              tok, fld)
         return int(tok.text)
 
+    def _count(self, what: str, fld: str) -> int:
+        """An OCCURS count, refused at its token when over ``MAX_OCCURS``."""
+        tok = self._next()
+        n = self._int(tok, what, fld)
+        if n > MAX_OCCURS:
+            raise self.error(f"{what} {tok.text}: more than {MAX_OCCURS:,} occurrences", tok, fld)
+        return n
+
     def _occurs(self, node: _Node, tok: Token) -> None:
-        n = self._int(self._next(), "OCCURS", node.name)
+        n = self._count("OCCURS", node.name)
         p = self._peek()
         if p is not None and p.text.upper() == "TO":
             self._next()
-            node.occurs_min, node.occurs = n, self._int(self._next(), "OCCURS TO", node.name)
+            node.occurs_min, node.occurs = n, self._count("OCCURS TO", node.name)
             if node.occurs < n:
                 raise self.error(f"OCCURS {n} TO {node.occurs}: maximum below minimum", tok,
                                  node.name)
@@ -803,6 +816,20 @@ class _Builder:
             prev = c
             self.check(c, usage, names)
 
+    def check_limits(self, n: _Node) -> int:
+        """Elementary fields of ``n``'s subtree, all occurrences counted; raises at the first
+        item (innermost first) whose fields or bytes exceed ``MAX_FIELDS`` / ``MAX_RECORD_SIZE``,
+        before anything is laid out."""
+        fields = sum(self.check_limits(c) * (c.occurs or 1) for c in n.children) or 1
+        if fields * (n.occurs or 1) > MAX_FIELDS:
+            raise self.err(f"{fields * (n.occurs or 1):,} fields, more than the {MAX_FIELDS:,} "
+                           "a record may have", n)
+        size = self.size(n) * (n.occurs or 1)
+        if size > MAX_RECORD_SIZE:
+            raise self.err(f"{size:,} bytes, more than the {MAX_RECORD_SIZE:,} a record may have",
+                           n)
+        return fields
+
     def size(self, n: _Node) -> int:
         """Bytes of one occurrence; a REDEFINES block counts as its largest member."""
         known = self._sizes.get(id(n))
@@ -954,6 +981,7 @@ def compile_copybook(text: str, *, file: str | None = None) -> Copybook:
         if root.occurs is not None:
             raise builder.err("OCCURS on a 01 record", root)
         try:
+            builder.check_limits(root)
             item = builder.freeze(root, 0)
         except CopybookError as e:
             if e.file is None and file is not None:

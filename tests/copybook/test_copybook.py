@@ -406,6 +406,34 @@ def test_syntax_errors_name_location(src: str, line: int, token: str | None,
         assert str(err).startswith(f"t.cpy:{line}:{column}: ")
 
 
+# -- limits, checked as soon as read (a line must not make an unbounded layout) ------------------
+
+@pytest.mark.parametrize(("src", "line", "token", "needle"), [
+    ("       01  R.\n           05  E1 PIC X.\n           05  E2 PIC X OCCURS 99999999 TIMES.\n",
+     3, "99999999", "field E2: OCCURS 99999999: more than 65,535 occurrences"),
+    ("       01  R.\n           05  E2 PIC X OCCURS 1 TO 65536 DEPENDING ON N.\n", 2, "65536",
+     "field E2: OCCURS TO 65536: more than 65,535 occurrences"),
+    (("       01  R.\n           05  G OCCURS 300.\n               10  H OCCURS 300.\n"
+      "                   15  V PIC X.\n"), 2, "05", "field G: 90,000 fields, more than the 65,536"),
+    ("       01  R.\n           05  G OCCURS 65535.\n               10  V PIC X(300).\n", 2,
+     "05", "field G: 19,660,500 bytes, more than the 16,777,216 a record may have"),
+    ("       01  R.\n           05  A PIC X(20000000).\n", 2, "05",
+     "field A: 20,000,000 bytes, more than the 16,777,216"),
+])
+def test_limits_are_refused_at_once_with_location(src: str, line: int, token: str,
+                                                  needle: str) -> None:
+    with pytest.raises(CopybookError) as e:
+        compile_copybook(src, file="t.cpy")
+    column = src.splitlines()[line - 1].index(token) + 1
+    assert str(e.value).startswith(f"t.cpy:{line}:{column}: {needle}")
+
+
+def test_largest_allowed_layouts_compile() -> None:
+    cb = compile_copybook("       01  R.\n           05  F PIC X OCCURS 65535.\n"
+                          "           05  L PIC X(16711681).\n")
+    assert (len(cb.records[0].fields), cb.length) == (65536, 16 * 1024 * 1024)
+
+
 def test_empty_copybook_is_an_error() -> None:
     with pytest.raises(CopybookError, match="no 01 record"):
         compile_copybook("      * only a comment\n")

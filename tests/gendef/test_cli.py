@@ -258,3 +258,12 @@ def test_copybook_error_is_one_line(home: Path) -> None:
         (DATA / "retail.cpy").read_text().replace("PIC X(30).", "PIC X(30"))
     r = gendef(home, *PROP, props=COPYBOOK_PROPS)
     assert_one_line_error(r, "dirdef/retail.cpy:")
+
+
+def test_huge_occurs_is_refused_at_once_in_one_line(home: Path) -> None:
+    """``OCCURS 99999999`` used to grow gendef by ~24 MB/s until killed (issue 11, item 4)."""
+    (home / "dirdef" / "retail.cpy").write_text(
+        (DATA / "retail.cpy").read_text() + "           05  E2 PIC X OCCURS 99999999 TIMES.\n")
+    r = gendef(home, *PROP, props=COPYBOOK_PROPS)
+    assert_one_line_error(r, "dirdef/retail.cpy:", "field E2", "OCCURS 99999999",
+                          "more than 65,535")
