@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gendef.defgen import read_defs
 from gendef.model import Definitions, DefsHeader, Table
@@ -21,6 +23,9 @@ from gendef.userdefs import user_definitions
 from props.errors import DefinitionError, PropertyError
 from props.expr import Const, Field, normalize_field
 from props.settings import FixedSettings, ParserCommon, Settings
+
+if TYPE_CHECKING:
+    from gendef.copybook import Copybook
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +82,27 @@ def load_source_definitions(settings: Settings) -> Definitions:
 def build_definitions(settings: Settings) -> Definitions:
     """The definitions the parser uses for the trail, normalised as gendef writes them."""
     parser = settings.parser
+    copybook = None
     if isinstance(parser, FixedSettings) and parser.schematype == "copybook":
-        tables = _copybook_definitions(settings, parser).tables
+        source = _copybook_definitions(settings, parser)
+        tables, copybook = source.tables, source.copybook
     elif isinstance(parser, FixedSettings):
         tables = _fixed_sourcedefs_tables(settings, parser, load_source_definitions(settings))
     else:
         tables = load_source_definitions(settings).tables
     log.debug("definitions for %s: %s", settings.file, ", ".join(t.name for t in tables))
-    return Definitions(tuple(t.normalized() for t in tables), DefsHeader())
+    return Definitions(tuple(t.normalized() for t in tables), DefsHeader(), copybook)
+
+
+def shared_copybook(path: str, definitions: Definitions | None) -> Copybook:
+    """The copybook at ``path``: the one ``definitions`` were built from when it is that file
+    (one compilation per run, shared by gendef's definitions and the parser), else compiled."""
+    from gendef.copybook import compile_copybook_file
+
+    found = definitions.copybook if definitions is not None else None
+    if found is not None and found.file == str(Path(path)):
+        return found
+    return compile_copybook_file(path)
 
 
 def _fixed_sourcedefs_tables(settings: Settings, parser: FixedSettings,
@@ -135,7 +153,7 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
             raise PropertyError(f"user-defined table {ut.name} is also a copybook record",
                                 prop="fixed.userdefs.tables", file=ut.file,
                                 line=ut.line or None)
-    return Definitions(defs.tables + users.tables)
+    return Definitions(defs.tables + users.tables, copybook=copybook)
 
 
 def _error(settings: Settings, prop: str, reason: str) -> PropertyError:

@@ -7,6 +7,7 @@ writes (ยง6.2) and the slot rule that yields fetch offsets and record lengths (ย
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from props.errors import DefinitionError
 
@@ -248,6 +249,9 @@ class Definitions:
 
     tables: tuple[Table, ...] = ()
     header: DefsHeader = DefsHeader()
+    # The compiled copybook the tables came from (copybook mode): the parser reuses it instead
+    # of compiling the file again (gendef.build.shared_copybook).
+    copybook: Any = field(default=None, compare=False, repr=False)
     _by_name: dict[str, Table] = field(default_factory=dict, compare=False, repr=False)
     _by_upper: dict[str, Table | None] = field(default_factory=dict, compare=False, repr=False)
 

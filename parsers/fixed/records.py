@@ -1,0 +1,321 @@
+"""Column converters and the whole-record decoders generated once per table layout.
+
+Every trail column has two converters (``Slot.text`` for a slice of a text body, ``Slot.raw``
+for a slice of a byte body), built once from its copybook field layout or its text column.
+They are the *general path*: any record, every error, located by field.
+
+The *fast path* decodes a whole record with one generated function per table, as
+``collections.namedtuple`` builds its class: source made of trusted parts only (integer offsets,
+names of converters), compiled once.
+
+* ``text_image`` — a full-length ASCII text body: a CHAR column is a slice, a VARCHAR one a
+  slice without trailing blanks, a zoned number ``int()``; the rest calls its converter.
+* ``record_image`` — a full-length byte body in copybook mode: one ``charmap_decode`` of the
+  whole record for its text fields, one ``bytes.translate`` to ASCII digits and overpunch letters
+  for its zoned numbers, one ``bytes.hex`` for its packed (COMP-3) fields, one precompiled
+  ``struct.Struct`` for all its 2/4/8-byte binary fields; numbers go straight to the trail's
+  integer form (unscaled digits) instead of through ``Decimal``. Any field outside these common
+  forms calls its general converter. When a value is not in its common form (a blank number, a
+  bad nibble, a byte the code page lacks), the function returns None and the caller takes the
+  general path, which gives the same result or the located error.
+
+tests/fixed/test_fast_paths.py proves both functions equal to the general path on random layouts
+and random bytes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from gendef.copybook import COMP, COMP3, COMP5, DISPLAY, FieldLayout
+from gendef.model import CHAR, DATETIME, NUMBER, VARCHAR, Column
+from parsers.convert import build_converter, canonical_number
+from parsers.decoders import _NEG_OVERPUNCH, _POS_OVERPUNCH, decoder_for, zoned_text_table
+from parsers.timefmt import TimeFormat
+from props.codepages import UNDEFINED, CodePage
+from props.errors import DefinitionError, MessageError
+
+Convert = Callable[[Any], Any]
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_CACHE_SIZE = 4096  # date texts remembered per column
+
+# How ``text_image`` reads a slot of an ASCII text body.
+SAME, RSTRIP, DIGITS, CALL = "same", "rstrip", "digits", "call"
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One trail column at run time: its slice and its general converters."""
+
+    name: str  # copybook field or column name, for errors
+    start: int
+    end: int
+    key: bool
+    text: Convert  # text slice → trail value
+    raw: Convert  # byte slice → trail value
+    kind: str  # how text_image reads it (SAME, RSTRIP, DIGITS, CALL)
+    column: Column
+    field: FieldLayout | None = None
+
+    @property
+    def position(self) -> str:
+        return f"field {self.name} (offset {self.start}, length {self.end - self.start})"
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+# -- the general path: converters --------------------------------------------------------------
+
+def column_converter(col: Column, fmt: TimeFormat | None, table: str) -> tuple[Convert, str]:
+    """Text of a text column → trail value (§4 field values, §2.5), and its kind."""
+    if col.type_code == CHAR:
+        return _same, SAME  # CHAR keeps its padding
+    if col.type_code == VARCHAR and not col.is_number_text:
+        return (lambda text: text.rstrip(" ")), RSTRIP
+    convert = build_converter(col, fmt, table=table)
+
+    def trimmed(text: str) -> Any:
+        text = text.strip()
+        return convert(text) if text else None  # an all-blank number or date is NULL
+    fast = col.type_code == NUMBER and col.scale == 0 and col.external_length <= 18
+    return trimmed, DIGITS if fast else CALL
+
+
+def trail_value(col: Column, fmt: TimeFormat | None, digits: int, table: str) -> Convert:
+    """A decoded copybook value (str, int, Decimal or None) → the trail value of its column."""
+    t = col.type_code
+    if t == CHAR:
+        n = col.external_length
+        return lambda v: v if len(v) == n else v.ljust(n)
+    if t == DATETIME:
+        convert = build_converter(col, fmt, table=table)
+        seen: dict[Any, str] = {}  # dates repeat: most values are converted once
+
+        def date(v: Any) -> Any:
+            if v is None:
+                return None
+            found = seen.get(v)
+            if found is not None:
+                return found
+            text = v.strip() if isinstance(v, str) else str(v).zfill(digits)
+            if not text:
+                return None
+            found = convert(text)
+            if len(seen) < _CACHE_SIZE:
+                seen[v] = found
+            return found
+        return date
+    if t == NUMBER:
+        scale = col.scale
+        low, high = _INT64
+
+        def number(v: Any) -> Any:
+            if v is None:
+                return None
+            if isinstance(v, int):
+                n = v * 10 ** scale if scale else v
+            else:
+                d = v.scaleb(scale)
+                if d != d.to_integral_value():
+                    raise MessageError(f"value {v} has more than {scale} fraction digits")
+                n = int(d)
+            if not low <= n <= high:
+                raise MessageError(f"value {v} is out of range for the column type")
+            return n
+        return number
+    if col.is_number_text:
+        length = col.external_length
+
+        def number_text(v: Any) -> Any:
+            if v is None:
+                return None
+            text = canonical_number(format(Decimal(v), "f"))
+            if len(text) > length:
+                raise MessageError(f"value {text} is longer than {length} characters")
+            return text
+        return number_text
+    raise DefinitionError(f"table {table} column {col.name}: type {t} not supported for a "
+                          "copybook field")
+
+
+def _plain_zoned(f: FieldLayout, col: Column) -> bool:
+    """A DISPLAY number whose unscaled digits are its trail value."""
+    return (f.usage == DISPLAY and f.kind == "numeric" and not f.date_format
+            and not f.explicit_point and not f.sign_separate and f.scale_factor == 0
+            and col.type_code == NUMBER and col.scale == f.scale)
+
+
+def field_converters(f: FieldLayout, col: Column, encoding: str, digits_ascii: bool,
+                     fmt: TimeFormat | None, table: str) -> tuple[Convert, Convert, str]:
+    """(text, raw) converters of one copybook field, and the kind of its text converter."""
+    decode = decoder_for(f, encoding)
+    to_trail = trail_value(col, fmt, f.digits, table)
+    if col.type_code == CHAR and f.kind == "alnum" and not f.date_format:
+        n = col.external_length
+
+        def raw_char(data: bytes) -> str:
+            text = decode(data)
+            return text if len(text) == n else text.ljust(n)
+        return _same, raw_char, SAME
+
+    def slow(data: Any) -> Any:
+        return to_trail(decode(data))
+
+    if f.date_format and f.usage == DISPLAY:
+        return to_trail, slow, CALL  # the decoder keeps text as it is
+    if not _plain_zoned(f, col):
+        return slow, slow, CALL
+
+    def text_number(data: str) -> Any:
+        if data.isdigit() and data.isascii():
+            return int(data)  # unscaled digits: already value × 10^scale
+        return slow(data)
+
+    if not digits_ascii:
+        return text_number, slow, DIGITS
+
+    def raw_number(data: bytes) -> Any:
+        if data.isdigit():
+            return int(data)
+        return slow(data)
+    return text_number, raw_number, DIGITS
+
+
+# -- the fast path: whole-record functions -----------------------------------------------------
+
+def _compile(source: str, env: dict[str, Any], name: str, what: str) -> Callable:
+    exec(compile(source, f"<fixed-width {what} of {name}>", "exec"), env)  # noqa: S102
+    return env["image"]
+
+
+def text_image(name: str, slots: tuple[Slot, ...]) -> Callable[[str], list[Any]]:
+    """One function that slices and converts every column of a full-length ASCII text body.
+
+    Valid for ASCII text only (``str.isdigit`` accepts other scripts' digits); other bodies take
+    the general path.
+    """
+    env: dict[str, Any] = {}
+    parts = []
+    for i, slot in enumerate(slots):
+        cut = f"b[{int(slot.start)}:{int(slot.end)}]"
+        if slot.kind == SAME:
+            parts.append(cut)
+        elif slot.kind == RSTRIP:
+            parts.append(f"{cut}.rstrip(' ')")
+        elif slot.kind == DIGITS:
+            parts.append(f"(int(s) if (s := {cut}).isdigit() else c{i}(s))")
+            env[f"c{i}"] = slot.text
+        else:
+            parts.append(f"c{i}({cut})")
+            env[f"c{i}"] = slot.text
+    source = "def image(b):\n    return [" + ", ".join(parts) + "]\n"
+    return _compile(source, env, name, "text image")
+
+
+_STRUCT_CODES = {(2, True): "h", (4, True): "i", (8, True): "q",
+                 (2, False): "H", (4, False): "I", (8, False): "Q"}
+_PACKED_SIGNS = {"a": 1, "c": 1, "e": 1, "f": 1, "b": -1, "d": -1}
+_PACKED_SIGNS_UNSIGNED = {"a": 1, "c": 1, "e": 1, "f": 1}  # a negative unsigned value: general
+
+
+def _is_plain_number(f: FieldLayout, col: Column) -> bool:
+    """A binary or packed field whose unscaled integer is its trail value."""
+    return (col.type_code == NUMBER and f.scale_factor == 0 and col.scale == f.scale
+            and f.kind == "numeric")
+
+
+def zoned_ascii(page: CodePage) -> bytes:
+    """The ``bytes.translate`` table of zoned numbers: digits, overpunch letters and signs in
+    ASCII, anything else '?' (what ``parsers.decoders`` reads numbers through)."""
+    table = zoned_text_table(page.codec_info())
+    return bytes(ord(c) if ord(c) < 128 else 0x3F for c in (table[b] for b in range(256)))
+
+
+def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
+                 ) -> Callable[[bytes], list[Any] | None]:
+    """One function that decodes every column of a full-length byte body (copybook mode), or
+    returns None when a value needs the general path (see the module docstring)."""
+    env: dict[str, Any] = {"DECODE": codecs.charmap_decode, "TABLE": page.table,
+                           "ZONED": zoned_ascii(page), "PS": _PACKED_SIGNS,
+                           "PU": _PACKED_SIGNS_UNSIGNED, "LOW": _INT64[0], "HIGH": _INT64[1],
+                           "OD": {ord(c): str(d).encode() for c, d in
+                                  (*_POS_OVERPUNCH.items(), *_NEG_OVERPUNCH.items())},
+                           "OS": {**{ord(c): 1 for c in _POS_OVERPUNCH},
+                                  **{ord(c): -1 for c in _NEG_OVERPUNCH}}}
+    parts: list[str] = []
+    binary: list[tuple[int, int, str, int]] = []  # (start, end, struct code, part index)
+    uses = set()
+    text_spans = []
+    for i, slot in enumerate(slots):
+        f, col, a, b = slot.field, slot.column, int(slot.start), int(slot.end)
+        env[f"c{i}"] = slot.raw
+        general = f"c{i}(b[{a}:{b}])"
+        if f is None:
+            parts.append(general)
+        elif f.kind == "alnum" and not f.date_format and col.type_code == CHAR:
+            parts.append(f"t[{a}:{b}]")
+            text_spans.append((a, b))
+            uses.add("t")
+        elif _plain_zoned(f, col):
+            uses.add("z")
+            if f.signed and not f.sign_leading:
+                # trailing overpunch: digits, then a digit with the sign in its zone
+                parts.append(f"(int(s) if (s := z[{a}:{b}]).isdigit() else "
+                             f"(int(s[:-1] + OD[s[-1]]) * OS[s[-1]] if s[:-1].isdigit() "
+                             f"else {general}))")
+            else:
+                parts.append(f"(int(s) if (s := z[{a}:{b}]).isdigit() else {general})")
+        elif f.usage in (COMP, COMP5) and _is_plain_number(f, col) and (
+                (b - a, f.signed) in _STRUCT_CODES):
+            code = _STRUCT_CODES[(b - a, f.signed)]
+            binary.append((a, b, code, len(parts)))
+            parts.append(general)  # replaced below once the struct's layout is known
+        elif f.usage == COMP3 and _is_plain_number(f, col):
+            uses.add("h")
+            signs = "PS" if f.signed else "PU"
+            value = f"int(h[{2 * a}:{2 * b - 1}]) * {signs}[h[{2 * b - 1}]]"
+            if 2 * (b - a) - 1 > 18:  # 19 digits may exceed the trail's 64-bit integer
+                value = f"(v if LOW <= (v := {value}) <= HIGH else {general})"
+            parts.append(value)
+        else:
+            parts.append(general)
+    lines = ["def image(b):", "    try:"]
+    if "t" in uses:
+        defined = UNDEFINED not in page.table
+        lines.append(f"        t = DECODE(b, {'None' if defined else repr('replace')}, TABLE)[0]")
+        if not defined:  # a byte without a character in a text field: the general path
+            env["SPANS"] = tuple(text_spans)
+            lines.append("        if '\\ufffd' in t and any('\\ufffd' in t[x:y] for x, y in "
+                         "SPANS): return None")
+    if "z" in uses:
+        lines.append("        z = b.translate(ZONED)")
+    if "h" in uses:
+        lines.append("        h = b.hex()")
+    if binary:
+        binary.sort()
+        fmt, at = ">", 0
+        overlap = False
+        for a, b, code, _ in binary:
+            if a < at:
+                overlap = True
+                break
+            fmt += (f"{a - at}x" if a > at else "") + code
+            at = b
+        if not overlap:
+            env["UNPACK"] = struct.Struct(fmt).unpack_from
+            lines.append("        n = UNPACK(b)")
+            for k, (a, b, code, index) in enumerate(binary):
+                parts[index] = (f"(v if (v := n[{k}]) <= HIGH else c{index}(b[{a}:{b}]))"
+                                if code == "Q" else f"n[{k}]")
+    lines.append("        return [" + ", ".join(parts) + "]")
+    lines.append("    except (ValueError, KeyError):")  # a value not in its common form
+    lines.append("        return None")
+    return _compile("\n".join(lines) + "\n", env, name, "record image")
