@@ -1,0 +1,235 @@
+"""The whole-record functions of the fixed-width parser give exactly what the general per-column
+converters give (parsers/fixed/records.py), on random layouts and random bytes.
+
+* ``record_image`` (byte bodies, copybook mode) on random copybook records in random code pages,
+  each field's bytes a valid encoding of a random value, random bytes, blanks, or a valid
+  encoding with one byte changed;
+* ``text_image`` (ASCII text bodies) on random text columns with random texts, blanks and
+  control characters included.
+
+Where the general path raises, the fast one must return None (or raise); where the general path
+gives values, the fast one must give the same values or None, and never None when every field
+holds a valid value.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gendef.build import build_definitions
+from gendef.copybook import compile_copybook
+from gendef.model import (
+    char_column,
+    datetime_column,
+    number_column,
+    number_text_column,
+    varchar_column,
+)
+from parsers.base import build_parser
+from parsers.decoders import encoder_for
+from parsers.fixed.records import Slot, column_converter, record_image, text_image
+from parsers.timefmt import compile_format
+from props.codepages import UNDEFINED, code_page
+from props.errors import MessageError
+from props.settings import settings_from_text
+
+ENCODINGS = ("cp037", "cp1047", "cp277", "cp838", "common", "ascii", "latin-1")
+
+PROPS = """\
+parser.type=fixed
+fixed.schematype=copybook
+fixed.copybook={path}
+fixed.header=H
+fixed.optype=OP
+fixed.table=TBL
+fixed.schema=S
+fixed.encoding={encoding}
+"""
+
+
+def _digits(draw, most: int = 18) -> tuple[int, int]:
+    n = draw(st.integers(1, most))
+    return n, draw(st.integers(0, n))
+
+
+@st.composite
+def pictures(draw) -> str:
+    """One elementary item's clauses (and its date comment), every usage the corpus covers."""
+    kind = draw(st.sampled_from(["alnum", "zoned", "signed", "lead", "sep", "point", "comp",
+                                 "comp5", "comp3", "wide", "date", "float"]))
+    n, s = _digits(draw)
+    pic = f"9({n - s})V9({s})" if s and n > s else f"9({n})"
+    if kind == "alnum":
+        return f"PIC X({draw(st.integers(1, 12))})"
+    if kind == "zoned":
+        return f"PIC {pic}"
+    if kind == "signed":
+        return f"PIC S{pic}"
+    if kind == "lead":
+        return f"PIC S{pic} SIGN LEADING"
+    if kind == "sep":
+        return f"PIC S{pic} SIGN {draw(st.sampled_from(['LEADING', 'TRAILING']))} SEPARATE"
+    if kind == "point":
+        return f"PIC 9({max(n - s, 1)}).9({max(s, 1)})"
+    if kind in ("comp", "comp5"):
+        sign = draw(st.sampled_from(["S", ""]))
+        return f"PIC {sign}{pic} {'COMP' if kind == 'comp' else 'COMP-5'}"
+    if kind == "comp3":
+        return f"PIC {draw(st.sampled_from(['S', '']))}{pic} COMP-3"
+    if kind == "wide":
+        return f"PIC S9({draw(st.integers(19, 24))})"
+    if kind == "date":
+        return "* YYYYMMDD\nPIC 9(8)"
+    return "COMP-2"
+
+
+def copybook_text(pics: list[str]) -> str:
+    lines = ["       01  H.", "           05  OP   PIC X.", "           05  TBL  PIC X(4).",
+             "       01  T."]
+    for i, pic in enumerate(pics):
+        if pic.startswith("*"):
+            comment, pic = pic.split("\n")
+            lines.append(f"      {comment}")
+        lines.append(f"           05  F{i}  {pic}.")
+    return "\n".join(lines) + "\n"
+
+
+def value_of(draw, f, page):
+    """A random value the field can hold (what its encoder takes)."""
+    if f.date_format:
+        return draw(st.dates(date(1900, 1, 1), date(2999, 12, 31))).strftime("%Y%m%d")
+    if f.kind == "alnum":
+        chars = [c for c in page.table if c != UNDEFINED]
+        return draw(st.text(alphabet=chars, max_size=f.length))
+    if f.kind == "float":
+        return Decimal(draw(st.integers(-10**6, 10**6))).scaleb(-3)
+    top = 10 ** f.digits - 1
+    unscaled = draw(st.integers(0 if not f.signed else -top, top))
+    return Decimal(unscaled).scaleb(-f.scale)
+
+
+@st.composite
+def records(draw):
+    pics = draw(st.lists(pictures(), min_size=1, max_size=8))
+    encoding = draw(st.sampled_from(ENCODINGS))
+    return pics, encoding
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(layout=records(), data=st.data())
+def test_record_image_equals_the_field_converters(tmp_path_factory, layout, data):
+    pics, encoding = layout
+    work = tmp_path_factory.mktemp("cpy")
+    (work / "t.cpy").write_text(copybook_text(pics))
+    s = settings_from_text(PROPS.format(path=work / "t.cpy", encoding=encoding), "t.properties",
+                           env={})
+    parser = build_parser(s, build_definitions(s))
+    (table,) = parser._tables.values()  # the one data record
+    page = code_page(encoding)
+    fields = compile_copybook(copybook_text(pics)).record("T").fields
+    body = bytearray(b"I" + b"T   ")  # header bytes: not read by the images' data slots
+    all_valid = True
+    for f in fields:
+        how = data.draw(st.sampled_from(["valid", "valid", "random", "blank", "changed"]))
+        if how == "random":
+            raw = data.draw(st.binary(min_size=f.length, max_size=f.length))
+        elif how == "blank":
+            raw = page.encode(" ")[0] * f.length
+        else:
+            raw = encoder_for(f, encoding)(value_of(data.draw, f, page))
+            if how == "changed":
+                at = data.draw(st.integers(0, f.length - 1))
+                raw = raw[:at] + bytes([data.draw(st.integers(0, 255))]) + raw[at + 1:]
+        all_valid = all_valid and how == "valid"
+        body += raw
+    body = bytes(body)
+    assert len(body) == table.end
+    try:
+        general = ("ok", [conv(body[a:b]) for a, b, conv in table.raw_items])
+    except MessageError:
+        general = ("error", None)
+    try:
+        fast = table.byte_image(body)
+    except MessageError:
+        fast = None
+    if general[0] == "error":
+        assert fast is None
+    else:
+        assert fast is None or fast == general[1]
+        if all_valid:
+            assert fast == general[1]
+
+
+TEXT_COLUMNS = st.sampled_from([
+    char_column("C", 4), varchar_column("V", 6), number_column("N", 9),
+    number_column("N2", 7, 2), number_column("BIG", 18), number_text_column("NT", 22),
+    datetime_column("D", 10), datetime_column("TS", 19), datetime_column("F", 26)])
+TEXTS = st.one_of(
+    st.text(alphabet=" \t\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0-+.,0123456789AZaz:", max_size=30),
+    st.sampled_from(["2024-03-01", "2024-03-01 10:15:30", "2024-03-01 10:15:30.123456",
+                     "00012345", "12345.67", "-42", "   ", "9" * 19]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(TEXT_COLUMNS, TEXTS), min_size=1, max_size=8))
+def test_text_image_equals_the_column_converters(columns):
+    """Includes VARCHAR values ending in tabs and other characters ``str.rstrip()`` would
+    remove: only trailing blanks go."""
+    slots, at, body = [], 0, ""
+    for i, (col, text) in enumerate(columns):
+        width = col.external_length
+        fmt = compile_format(None, date_only=True, prop="p") if col.type_code == 192 else None
+        conv, kind = column_converter(col, fmt, "S.T")
+        slots.append(Slot(f"c{i}", at, at + width, False, conv, conv, kind, col))
+        body += text[:width].ljust(width)
+        at += width
+    slots = tuple(slots)
+    if not body.isascii():
+        return  # text_image is for ASCII bodies only
+    try:
+        general = ("ok", [s.text(body[s.start:s.end]) for s in slots])
+    except MessageError as error:
+        general = ("error", error.reason)
+    try:
+        fast = ("ok", text_image("S.T", slots)(body))
+    except MessageError as error:
+        fast = ("error", error.reason)
+    assert fast == general
+
+
+def test_every_usage_takes_its_fast_form():
+    """The generated source reads text, zoned, packed and binary fields without a converter
+    call (the forms the benchmark's layout uses)."""
+    pics = ["PIC X(3)", "PIC 9(4)", "PIC S9(5)V99", "PIC S9(7)V99 COMP-3", "PIC S9(4) COMP",
+            "PIC 9(9) COMP", "PIC S9(18) COMP"]
+    cb = compile_copybook(copybook_text(pics))
+    values = ["ab", 12, Decimal("-123.45"), Decimal("-1234567.89"), -7, 4000000000,
+              -(10**18) + 1]
+    for encoding in ("cp037", "ascii"):
+        body = b"".join(encoder_for(f, encoding)(v)
+                        for f, v in zip(cb.record("H").fields + cb.record("T").fields,
+                                        ["I", "T", *values]))
+        calls = []
+        slots = tuple(Slot(f.name, f.offset + 5, f.offset + 5 + f.length, False,
+                           *_never(calls), "call", col, f)
+                      for f, col in zip(cb.record("T").fields,
+                                        [char_column("X", 3), number_column("A", 4),
+                                         number_column("B", 7, 2), number_column("C", 9, 2),
+                                         number_column("D", 4), number_column("E", 9),
+                                         number_column("F", 18)]))
+        image = record_image("S.T", slots, code_page(encoding))
+        assert image(body) == ["ab ", 12, -12345, -123456789, -7, 4000000000, -(10**18) + 1]
+        assert calls == []
+
+
+def _never(calls):
+    def call(data):
+        calls.append(data)
+        raise AssertionError("general converter called")
+    return call, call
+
