@@ -220,6 +220,34 @@ def text_image(name: str, slots: tuple[Slot, ...]) -> Callable[[str], list[Any]]
     return _compile(source, env, name, "text image")
 
 
+def header_image(gets: tuple[tuple[int, int, int, Convert | None, Convert], ...], count: int,
+                 page: CodePage | None) -> Callable[[Any], list[Any] | None]:
+    """One function that reads the header fields the items use into a list of ``count``
+    values (None elsewhere). ``gets``: (index, start, end, text getter or None for the slice,
+    raw getter) per field; ``page`` None: for text bodies, else for byte bodies, whose DISPLAY
+    fields come from one decode of their span (None returned when a byte has no character)."""
+    env: dict[str, Any] = {"DECODE": codecs.charmap_decode}
+    values = ["None"] * count
+    lines = ["def image(b):"]
+    if page is None:
+        for i, a, b, text, _ in gets:
+            values[i] = f"b[{a}:{b}]" if text is None else f"g{i}(b[{a}:{b}])"
+            env[f"g{i}"] = text
+    else:
+        spans = [(a, b) for _, a, b, text, _ in gets if text is None]
+        low = min((a for a, _ in spans), default=0)
+        high = max((b for _, b in spans), default=0)
+        if spans:
+            env["TABLE"] = page.table
+            lines += ["    try:", f"        t = DECODE(b[{low}:{high}], None, TABLE)[0]",
+                      "    except UnicodeDecodeError:", "        return None"]
+        for i, a, b, text, raw in gets:
+            values[i] = f"t[{a - low}:{b - low}]" if text is None else f"g{i}(b[{a}:{b}])"
+            env[f"g{i}"] = raw
+    lines.append("    return [" + ", ".join(values) + "]")
+    return _compile("\n".join(lines) + "\n", env, "the header", "header image")
+
+
 _STRUCT_CODES = {(2, True): "h", (4, True): "i", (8, True): "q",
                  (2, False): "H", (4, False): "I", (8, False): "Q"}
 _PACKED_SIGNS = {"a": 1, "c": 1, "e": 1, "f": 1, "b": -1, "d": -1}

@@ -27,6 +27,7 @@ from parsers.fixed.records import (
     Slot,
     column_converter,
     field_converters,
+    header_image,
     record_image,
     text_image,
 )
@@ -183,6 +184,8 @@ class FixedParser(ParserBase):
         self._header_gets = tuple(self._header_get(i) for i in sorted(items.used))
 
     def _header_get(self, i: int) -> _HeaderGet:
+        """Text fields read as the slice (text bodies) or decoded (byte bodies); copybook
+        binary fields through their decoder, as text."""
         h = self.plan.header[i]
         x = h.field
         if x is None:
@@ -245,7 +248,9 @@ class FixedParser(ParserBase):
             return lambda message: None
         (ta, tb), (oa, ob) = self._table_slice, self._optype_slice
         by_slice, optypes = self._by_slice, self._optypes
-        header_text, header_raw, nheader = self._header_text, self._header_raw, self._nheader
+        nheader = self._nheader
+        header_text = header_image(self._header_specs(), nheader, None)
+        header_raw = header_image(self._header_specs(), nheader, self._page)
         timestamp = self._header_items.timestamp
         seqid, txid, txind, txname, txowner = self._getters
         need_now = self._need_now
@@ -257,19 +262,19 @@ class FixedParser(ParserBase):
             if cls is str:
                 if not body.isascii():
                     return None
-                gets = header_text
+                header = header_text
             elif cls is bytes and raw_ok:
-                gets = header_raw
+                header = header_raw
             else:
                 return None
             plan = by_slice.get(body[ta:tb])
             optype = optypes.get(body[oa:ob])
             if plan is None or optype is None or len(body) != plan.end or plan.odo:
                 return None
-            values: list[Any] = [None] * nheader
-            for i, a, b, get in gets:
-                values[i] = body[a:b] if get is None else get(body[a:b])
             try:
+                values = header(body)
+                if values is None:
+                    return None
                 image = plan.ascii_image(body) if cls is str else plan.byte_image(body)
                 if image is None:
                     return None
@@ -289,6 +294,9 @@ class FixedParser(ParserBase):
                 op.after = image
             return op
         return fast
+
+    def _header_specs(self) -> tuple[tuple[int, int, int, Convert | None, Convert], ...]:
+        return tuple((g.index, g.start, g.end, g.text, g.raw) for g in self._header_gets)
 
     def _lookup(self, name: str) -> _Table:
         table = self._definitions.get(name)
