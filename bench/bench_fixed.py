@@ -111,8 +111,8 @@ def _packed(value: int, length: int) -> bytes:
 
 def ebcdic_record(n: int) -> bytes:
     city = ("BOSTON", "CHICAGO", "NEW YORK", "DENVER")[n % 4]
-    text = ("I", "ACCOUNT ", f"2024{n % 12 + 1:02d}{n % 28 + 1:02d}10{n // 60 % 60:02d}"
-            f"{n % 60:02d}")
+    stamp = f"2024{n % 12 + 1:02d}{n % 28 + 1:02d}10{n // 60 % 60:02d}{n % 60:02d}"
+    text = ("I", "ACCOUNT ", stamp)
     data = [f"{n + 1:010d}", f"CUSTOMER {n % 9973}".ljust(30), f"{n % 999} MAIN STREET".ljust(30),
             city.ljust(20), "MA", f"{n % 99999:05d}-0000", "USA", "NSX"[n % 3],
             f"BR{n % 1000:04d}".ljust(8), f"REP {n % 77}".ljust(12), "NOTE"]
@@ -228,11 +228,12 @@ def cpu(fn: Callable[[], object]) -> float:
 
 
 def run(workload: str, n: int) -> dict[str, float]:
+    from replay_timing import time_parse_and_replay
+
     from gendef.build import build_definitions
     from msgcap.dumps import read_messages
     from parsers.base import build_parser
     from props.settings import load_settings
-    from replay_timing import time_parse_and_replay
 
     ebcdic = workload == "ebcdic"
     with tempfile.TemporaryDirectory(prefix=f"bench-fixed-{workload}-") as work:
@@ -246,9 +247,9 @@ def run(workload: str, n: int) -> dict[str, float]:
             records: list = [ebcdic_record(i) for i in range(n)]
             dump, lines = "messages.jsonl", False
             with open(dump, "w") as fh:
-                for i, r in enumerate(records):
-                    fh.write(json.dumps({"id": f"m{i}", "headers": {},
-                                         "body_b64": base64.b64encode(r).decode()}) + "\n")
+                fh.writelines(json.dumps({"id": f"m{i}", "headers": {},
+                                          "body_b64": base64.b64encode(r).decode()}) + "\n"
+                              for i, r in enumerate(records))
             fields, by_hand = EBCDIC_FIELDS, ebcdic_by_hand
         else:
             records = [ascii_record(i) for i in range(n)]
@@ -288,7 +289,7 @@ def run(workload: str, n: int) -> dict[str, float]:
                    "hand-written per-field decoder": cpu(hand),
                    "msgcap record decoding": cpu(decode),
                    "FixedParser.parse → Op": cpu(parse)}
-        del messages
+        messages.clear()
         timing = time_parse_and_replay(dump, lines, n)
         figures["msgcap replay end to end"] = timing.replay[1]
         figures["  of which reading the dump"] = read_s

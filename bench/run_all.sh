@@ -11,7 +11,7 @@ ensure_venv
 declare -A CMD=(
   [trail]="bench/bench_trail.py 300000 1 3"
   [replay_delim]="bench/bench_replay_delim.py --records 1000000"
-  [fixed]="bench/bench_fixed.py --records 1000000"
+  [fixed]="bench/bench_fixed.py --records 200000"
   [xml]="bench/bench_xml.py --messages 200000"
   [copybook]="bench/bench_copybook.py"
   [capture]="bench/bench_capture.py --messages 200000"
