@@ -12,7 +12,7 @@ names of converters), compiled once.
   slice without trailing blanks, a zoned number ``int()``; the rest calls its converter.
 * ``record_image`` — a full-length byte body in copybook mode: one ``charmap_decode`` of the
   whole record for its text fields, one ``bytes.translate`` to ASCII digits and overpunch letters
-  for its zoned numbers, one ``bytes.hex`` for its packed (COMP-3) fields, one precompiled
+  for its zoned numbers (and one to the digits overpunch letters stand for, for signed ones), one ``bytes.hex`` for its packed (COMP-3) fields, one precompiled
   ``struct.Struct`` for all its 2/4/8-byte binary fields; numbers go straight to the trail's
   integer form (unscaled digits) instead of through ``Decimal``. Any field outside these common
   forms calls its general converter. When a value is not in its common form (a blank number, a
@@ -267,6 +267,15 @@ def zoned_ascii(page: CodePage) -> bytes:
     return bytes(ord(c) if ord(c) < 128 else 0x3F for c in (table[b] for b in range(256)))
 
 
+def overpunch_digits(zoned: bytes) -> bytes:
+    """The ``bytes.translate`` table from message bytes to the digit each byte stands for in a
+    zoned number: digits and overpunch letters (``zoned`` gives them in ASCII) → ``0``–``9``,
+    anything else ``?``."""
+    digit = {ord(c): ord(str(v)) for c, v in (*_POS_OVERPUNCH.items(), *_NEG_OVERPUNCH.items())}
+    digit.update((c, c) for c in b"0123456789")
+    return bytes(digit.get(zoned[b], 0x3F) for b in range(256))
+
+
 def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
                  ) -> Callable[[bytes], list[Any] | None]:
     """One function that decodes every column of a full-length byte body (copybook mode), or
@@ -274,10 +283,8 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
     env: dict[str, Any] = {"DECODE": codecs.charmap_decode, "TABLE": page.table,
                            "ZONED": zoned_ascii(page), "PS": _PACKED_SIGNS,
                            "PU": _PACKED_SIGNS_UNSIGNED, "LOW": _INT64[0], "HIGH": _INT64[1],
-                           "OD": {ord(c): str(d).encode() for c, d in
-                                  (*_POS_OVERPUNCH.items(), *_NEG_OVERPUNCH.items())},
-                           "OS": {**{ord(c): 1 for c in _POS_OVERPUNCH},
-                                  **{ord(c): -1 for c in _NEG_OVERPUNCH}}}
+                           "NEG": frozenset(ord(c) for c in _NEG_OVERPUNCH)}
+    env["DIGITS"] = overpunch_digits(env["ZONED"])
     parts: list[str] = []
     binary: list[tuple[int, int, str, int]] = []  # (start, end, struct code, part index)
     uses = set()
@@ -295,10 +302,12 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
         elif _plain_zoned(f, col):
             uses.add("z")
             if f.signed and not f.sign_leading:
-                # trailing overpunch: digits, then a digit with the sign in its zone
-                parts.append(f"(int(s) if (s := z[{a}:{b}]).isdigit() else "
-                             f"(int(s[:-1] + OD[s[-1]]) * OS[s[-1]] if s[:-1].isdigit() "
-                             f"else {general}))")
+                # trailing overpunch: digits, then a digit with the sign in its zone (``d``:
+                # the overpunch letters read as their digits)
+                uses.add("d")
+                parts.append(f"((-int(s) if z[{b - 1}] in NEG else int(s)) if "
+                             f"(s := d[{a}:{b}]).isdigit() and z[{a}:{b - 1}].isdigit() "
+                             f"else {general})")
             else:
                 parts.append(f"(int(s) if (s := z[{a}:{b}]).isdigit() else {general})")
         elif f.usage in (COMP, COMP5) and _is_plain_number(f, col) and (
@@ -325,6 +334,8 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
                          "SPANS): return None")
     if "z" in uses:
         lines.append("        z = b.translate(ZONED)")
+    if "d" in uses:
+        lines.append("        d = b.translate(DIGITS)")
     if "h" in uses:
         lines.append("        h = b.hex()")
     if binary:
