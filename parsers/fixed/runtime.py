@@ -207,9 +207,13 @@ class FixedParser(ParserBase):
         s = tp.slots[i]
         col = s.column
         fmt = self._format(s.date_format, s.date_prop) if col.type_code == DATETIME else None
-        if s.field is None:
+        if s.field is None:  # a text column; in a byte body, its text in fixed.encoding
             conv, kind = column_converter(col, fmt, tp.table.name)
-            return Slot(s.name, s.start, s.end, col.key, conv, conv, kind, col)
+            text_of = self._text
+
+            def raw(data: bytes, start: int = s.start) -> Any:
+                return conv(text_of(data, start))
+            return Slot(s.name, s.start, s.end, col.key, conv, raw, kind, col)
         text, raw, kind = field_converters(s.field, col, self._page.name, self._digits_ascii,
                                            fmt, tp.table.name)
         return Slot(s.name, s.start, s.end, col.key, text, raw, kind, col, s.field)

@@ -474,3 +474,18 @@ def test_repeated_tables_take_the_same_results_and_errors(retail):
     assert "fixed.timestamp" in str(error_of(retail, bad_ts))
     accented = RETAIL_MESSAGES[0].replace("ACME TRADING", "ÀCME TRADING")
     assert retail.parse(msg(accented))[0].after[2] == "ÀCME TRADING".ljust(30)
+
+
+def test_user_defined_table_in_a_byte_message(make):
+    """A user-defined table beside the copybook records: its text columns are read in
+    fixed.encoding from a byte body, like the copybook's."""
+    cpy = "       01  H.\n           05  OP  PIC X.\n           05  TBL PIC X(4).\n"
+    props = ("parser.type=fixed\nfixed.schematype=copybook\nfixed.copybook=t.cpy\n"
+             "fixed.header=H\nfixed.optype=OP\nfixed.table=TBL\nfixed.schema=S\n"
+             "fixed.encoding=cp037\nfixed.userdefs.tables=S.U\nfixed.userdefs.S.U.columns=A,N\n"
+             "fixed.userdefs.S.U.A=char 3\nfixed.userdefs.S.U.N=vchar 4\n")
+    parser = make(props, t__cpy=cpy)
+    body = "IU   abcxy  ".encode("cp037")
+    for _ in range(2):  # the first message takes the general path, the next the fast one
+        (op,) = parser.parse(msg(body))
+        assert (op.table.name, op.after) == ("S.U", ["abc", "xy"])
