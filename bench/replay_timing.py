@@ -56,8 +56,8 @@ def time_parse_and_replay(dump: str, lines: bool, n: int) -> ReplayTiming:
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract)
     pipeline = build_pipeline(settings, writer, writer.open(), definitions=definitions,
                               parser=parser)
-    for message in read_messages([dump], lines=lines):
-        pipeline.process(message)
+    for _ in pipeline.process_many(read_messages([dump], lines=lines)):
+        pass
     pipeline.finish()
     writer.flush_durable()
     os.fsync(os.open(writer.position.file, os.O_RDONLY))

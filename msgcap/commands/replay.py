@@ -58,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, args.progress_interval)
     started = time.monotonic()
     try:
-        for message in read_messages(paths, lines=args.lines):
-            result = pipeline.process(message)
+        for message, result in pipeline.process_many(read_messages(paths, lines=args.lines)):
             if result.duplicate:
                 log.warning("message %s: duplicate (already in the trail), skipped",
                             message.name)
