@@ -8,8 +8,9 @@ The *fast path* decodes a whole record with one generated function per table, as
 ``collections.namedtuple`` builds its class: source made of trusted parts only (integer offsets,
 names of converters), compiled once.
 
-* ``text_image`` — a full-length ASCII text body: a CHAR column is a slice, a VARCHAR one a
-  slice without trailing blanks, a zoned number ``int()``; the rest calls its converter.
+* ``text_image`` — a full-length text body (one variant for ASCII bodies, one for any text): a
+  CHAR column is a slice, a VARCHAR one a slice without trailing blanks, a zoned number
+  ``int()``; the rest calls its converter.
 * ``record_image`` — a full-length byte body in copybook mode: one ``charmap_decode`` of the
   whole record for its text fields, one ``bytes.translate`` to ASCII digits and overpunch letters
   for its zoned numbers (and one to the digits overpunch letters stand for, for signed ones), one ``bytes.hex`` for its packed (COMP-3) fields, one precompiled
@@ -196,14 +197,16 @@ def _compile(source: str, env: dict[str, Any], name: str, what: str) -> Callable
     return env["image"]
 
 
-def text_image(name: str, slots: tuple[Slot, ...]) -> Callable[[str], list[Any]]:
-    """One function that slices and converts every column of a full-length ASCII text body.
+def text_image(name: str, slots: tuple[Slot, ...], *, ascii_only: bool = True
+               ) -> Callable[[str], list[Any]]:
+    """One function that slices and converts every column of a full-length text body.
 
-    Valid for ASCII text only (``str.isdigit`` accepts other scripts' digits); other bodies take
-    the general path.
+    ``ascii_only``: for ASCII bodies, where ``str.isdigit`` means ASCII digits; otherwise
+    (other scripts' digits are digits to ``isdigit``) each number is also tested ASCII.
     """
     env: dict[str, Any] = {}
     parts = []
+    digits = "isdigit()" if ascii_only else "isascii() and s.isdigit()"
     for i, slot in enumerate(slots):
         cut = f"b[{int(slot.start)}:{int(slot.end)}]"
         if slot.kind == SAME:
@@ -211,7 +214,7 @@ def text_image(name: str, slots: tuple[Slot, ...]) -> Callable[[str], list[Any]]
         elif slot.kind == RSTRIP:
             parts.append(f"{cut}.rstrip(' ')")
         elif slot.kind == DIGITS:
-            parts.append(f"(int(s) if (s := {cut}).isdigit() else c{i}(s))")
+            parts.append(f"(int(s) if (s := {cut}).{digits} else c{i}(s))")
             env[f"c{i}"] = slot.text
         else:
             parts.append(f"c{i}({cut})")

@@ -2,9 +2,9 @@
 
 Per message: slice the header fields the items read, pick the table plan (cached by the text of
 the table field), then decode the record: a full-length body through its table's whole-record
-function (``records.text_image`` for ASCII text, ``records.record_image`` for bytes in copybook
-mode), anything else — short records, ODO, non-ASCII text, values outside their common form —
-through the general per-column converters, which also locate every error.
+function (``records.text_image`` for text, ``records.record_image`` for bytes in copybook
+mode), anything else — short records, ODO, values outside their common form — through the
+general per-column converters, which also locate every error.
 
 Text bodies are characters; byte bodies are read in ``fixed.encoding``: per field in copybook mode
 (binary and packed fields come from the raw bytes), the whole body at once in sourcedefs mode
@@ -49,9 +49,9 @@ class _Table:
 
     table: Any  # gendef.model.Table
     slots: tuple[Slot, ...]
-    text_items: tuple[tuple[int, int, Convert], ...]
     raw_items: tuple[tuple[int, int, Convert], ...]
-    ascii_image: Callable[[str], list[Any]]
+    ascii_image: Callable[[str], list[Any]]  # a text body of ASCII characters
+    text_image: Callable[[str], list[Any]]  # any text body
     byte_image: Callable[[bytes], list[Any] | None] | None  # copybook mode only
     end: int
     odo: tuple[tuple[Slot, tuple[tuple[int, int], ...]], ...]
@@ -228,8 +228,8 @@ class FixedParser(ParserBase):
                            tp.slots[0].column, c)
             odo.append((counter, o.columns))
         name = tp.table.name
-        return _Table(tp.table, slots, tuple((s.start, s.end, s.text) for s in slots),
-                      tuple((s.start, s.end, s.raw) for s in slots), text_image(name, slots),
+        return _Table(tp.table, slots, tuple((s.start, s.end, s.raw) for s in slots),
+                      text_image(name, slots), text_image(name, slots, ascii_only=False),
                       record_image(name, slots, self._page) if self._copybook else None,
                       tp.end, tuple(odo))
 
@@ -264,8 +264,6 @@ class FixedParser(ParserBase):
             body = message.body
             cls = body.__class__
             if cls is str:
-                if not body.isascii():
-                    return None
                 header = header_text
             elif cls is bytes and raw_ok:
                 header = header_raw
@@ -279,7 +277,8 @@ class FixedParser(ParserBase):
                 values = header(body)
                 if values is None:
                     return None
-                image = plan.ascii_image(body) if cls is str else plan.byte_image(body)
+                image = ((plan.ascii_image if body.isascii() else plan.text_image)(body)
+                         if cls is str else plan.byte_image(body))
                 if image is None:
                     return None
                 op = Op(plan.table, optype,
@@ -387,10 +386,8 @@ class FixedParser(ParserBase):
         try:
             if raw:
                 out = [conv(body[a:b]) for a, b, conv in plan.raw_items]
-            elif body.isascii():
-                out = plan.ascii_image(body)
             else:
-                out = [conv(body[a:b]) for a, b, conv in plan.text_items]
+                out = (plan.ascii_image if body.isascii() else plan.text_image)(body)
         except MessageError:
             self._locate(plan, body, raw)
             raise

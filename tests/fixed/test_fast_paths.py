@@ -5,8 +5,8 @@ converters give (parsers/fixed/records.py), on random layouts and random bytes.
   each field's bytes a valid encoding of a random value but for one at most: random bytes,
   blanks, or a valid encoding with one byte changed or replaced by a sign, point, blank or
   overpunch letter;
-* ``text_image`` (ASCII text bodies) on random text columns with random texts, blanks and
-  control characters included.
+* ``text_image`` (text bodies, its ASCII and its general variant) on random text columns with
+  random texts, blanks, control characters and other scripts' digits included.
 
 Where the general path raises, the fast one must return None (or raise); where the general path
 gives values, the fast one must give the same values or None, and never None when every field
@@ -235,7 +235,7 @@ TEXT_COLUMNS = st.sampled_from([
     number_column("N2", 7, 2), number_column("BIG", 18), number_text_column("NT", 22),
     datetime_column("D", 10), datetime_column("TS", 19), datetime_column("F", 26)])
 TEXTS = st.one_of(
-    st.text(alphabet=" \t\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0-+.,0123456789AZaz:", max_size=30),
+    st.text(alphabet=" \t\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0²١-+.,0123456789AZaz:é", max_size=30),
     st.sampled_from(["2024-03-01", "2024-03-01 10:15:30", "2024-03-01 10:15:30.123456",
                      "00012345", "12345.67", "-42", "   ", "9" * 19, "ab\t", "a\x0b ", "\x1c",
                      " 12\t"]))
@@ -255,17 +255,17 @@ def test_text_image_equals_the_column_converters(columns):
         body += text[:width].ljust(width)
         at += width
     slots = tuple(slots)
-    if not body.isascii():
-        return  # text_image is for ASCII bodies only
     try:
         general = ("ok", [s.text(body[s.start:s.end]) for s in slots])
     except MessageError as error:
         general = ("error", error.reason)
-    try:
-        fast = ("ok", text_image("S.T", slots)(body))
-    except MessageError as error:
-        fast = ("error", error.reason)
-    assert fast == general
+    variants = (True, False) if body.isascii() else (False,)  # the ASCII one: ASCII only
+    for ascii_only in variants:
+        try:
+            fast = ("ok", text_image("S.T", slots, ascii_only=ascii_only)(body))
+        except MessageError as error:
+            fast = ("error", error.reason)
+        assert fast == general
 
 
 def test_every_usage_takes_its_fast_form():
