@@ -238,7 +238,7 @@ TEXTS = st.one_of(
     st.text(alphabet=" \t\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0²١-+.,0123456789AZaz:é", max_size=30),
     st.sampled_from(["2024-03-01", "2024-03-01 10:15:30", "2024-03-01 10:15:30.123456",
                      "00012345", "12345.67", "-42", "   ", "9" * 19, "ab\t", "a\x0b ", "\x1c",
-                     " 12\t"]))
+                     " 12\t", "١٢٣٤٥٦٧٨٩٠", "123456789²"]))  # 10: the width of column N
 
 
 @settings(max_examples=400, deadline=None)
