@@ -58,7 +58,7 @@ def lookup_codec(encoding: str) -> codecs.CodecInfo:
     try:
         return code_page(encoding).codec_info()
     except (LookupError, ValueError) as error:
-        raise PropertyError(str(error).strip("'\""), prop="fixed.encoding") from None
+        raise PropertyError(str(error), prop="fixed.encoding") from None
 
 
 def is_ebcdic(info: codecs.CodecInfo) -> bool:

@@ -22,6 +22,7 @@ from gendef.build import load_source_definitions, shared_copybook, used_header_f
 from gendef.copybook import FieldLayout, column_fields, normalize_name
 from gendef.model import DATETIME, Column, Definitions, Table
 from gendef.userdefs import user_definitions
+from parsers.decoders import lookup_codec
 from parsers.timefmt import compile_format
 from parsers.values import FieldIndex, compile_items, compile_table
 from props.codepages import code_page
@@ -97,7 +98,7 @@ def build_plan(settings: Settings, definitions: Definitions) -> FixedPlan:
         raise PropertyError("no fixed.* settings", prop="parser.type")
     if not f.header:
         raise PropertyError("required", prop="fixed.header", file=settings.file)
-    code_page(f.encoding)  # validated when loaded; fails here only for a hand-made settings
+    lookup_codec(f.encoding)  # validated when loaded: fails here for hand-made settings only
     if f.schematype == "copybook":
         return _copybook_plan(settings, f, definitions)
     return _sourcedefs_plan(settings, f, definitions)
