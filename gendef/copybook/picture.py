@@ -1,29 +1,35 @@
-"""PIC strings: repetitions expanded, classified and sized (Cobrix's size rules)."""
+"""PIC strings: classified and sized (Cobrix's size rules), repetitions counted, not expanded.
+
+A repetition such as ``X(20000000)`` is one run, so a huge count costs nothing to read and is
+refused at once when over ``MAX_RECORD_SIZE`` (no field is larger than its record).
+"""
 
 from __future__ import annotations
 
 import re
 
-from gendef.copybook.model import Picture
+from gendef.copybook.model import MAX_RECORD_SIZE, Picture
 from props.errors import CopybookError
 
 _PIC_RE = re.compile(r"([A-Za-z9+\-.,*/$0])(?:\((\d+)\))?")
+_SYMBOLS = "XA9SVP.+-Z*,B0/$"
 
 
 def parse_picture(text: str, *, file: str | None = None, line: int | None = None,
                   column: int | None = None, fld: str | None = None) -> Picture:
-    """Expand repetitions and classify a PIC string (Cobrix's size rules, STYLE.md §1.2)."""
+    """Classify a PIC string (Cobrix's size rules, STYLE.md §1.2)."""
     def bad(reason: str) -> CopybookError:
         return CopybookError(f"PIC {text}: {reason}", file=file, line=line, column=column,
                              field=fld)
 
     upper = text.upper()
-    symbols: list[str] = []
-    i = 0
+    runs: list[tuple[str, int]] = []  # (symbol, repetitions), in order
+    i = total = 0
     while i < len(upper):
         if upper.startswith(("CR", "DB"), i):
-            symbols += ["-", "-"]
+            runs.append(("-", 2))
             i += 2
+            total += 2
             continue
         m = _PIC_RE.match(upper, i)
         if not m:
@@ -31,43 +37,54 @@ def parse_picture(text: str, *, file: str | None = None, line: int | None = None
         count = int(m.group(2)) if m.group(2) else 1
         if count < 1:
             raise bad("repetition count must be positive")
-        symbols += [m.group(1)] * count
+        total += count
+        if total > MAX_RECORD_SIZE:
+            raise bad(f"more than {MAX_RECORD_SIZE:,} positions, the most a record may have")
+        runs.append((m.group(1), count))
         i = m.end()
-    if any(s not in "XA9SVP.+-Z*,B0/$" for s in symbols):
-        raise bad(f"invalid symbol {next(s for s in symbols if s not in 'XA9SVP.+-Z*,B0/$')!r}")
-    if "X" in symbols or "A" in symbols:
-        if any(s in "9SVP.+-Z*" for s in symbols):
+    symbols = {s for s, _ in runs}
+    wrong = next((s for s, _ in runs if s not in _SYMBOLS), None)
+    if wrong is not None:
+        raise bad(f"invalid symbol {wrong!r}")
+
+    def count(*which: str) -> int:
+        return sum(n for s, n in runs if s in which)
+
+    if symbols & {"X", "A"}:
+        if symbols & set("9SVP.+-Z*"):
             raise bad("mixes alphanumeric and numeric symbols")
-        return Picture(text, "alnum", display_length=len(symbols))
-    if symbols.count("S") > 1 or ("S" in symbols and symbols[0] != "S"):
+        return Picture(text, "alnum", display_length=total)
+    if count("S") > 1 or ("S" in symbols and runs[0][0] != "S"):
         raise bad("S must appear once, first")
-    if symbols.count("V") + symbols.count(".") > 1:
+    if count("V", ".") > 1:
         raise bad("more than one decimal point")
     digits = scale = left_p = right_p = 0
     after_point = seen_digit = False
     edit_sign: str | None = None
     explicit = False
-    for pos, s in enumerate(symbols):
+    pos = 0
+    for s, n in runs:
         if s in "9Z*":
-            digits += 1
+            digits += n
             seen_digit = True
             if after_point:
-                scale += 1
+                scale += n
         elif s == "P":
             if seen_digit and not after_point:
-                right_p += 1
+                right_p += n
             else:
-                left_p += 1
+                left_p += n
                 after_point = True  # the implied point lies left of leading P positions
         elif s in "V.":
             after_point = True
             explicit = explicit or s == "."
-        elif s in "+-":
-            edit_sign = "leading" if pos == 0 or not seen_digit else "trailing"
+        elif s in "+-":  # the run's last sign decides, as each sign position would
+            edit_sign = "leading" if pos + n - 1 == 0 or not seen_digit else "trailing"
+        pos += n
     if digits == 0:
         raise bad("no digit positions")
     if left_p and right_p:
         raise bad("P on both sides of the digits")
-    length = sum(1 for s in symbols if s not in "SVP")
     return Picture(text, "numeric", digits, scale, right_p if right_p else -left_p,
-                   "S" in symbols or edit_sign is not None, explicit, edit_sign, length)
+                   "S" in symbols or edit_sign is not None, explicit, edit_sign,
+                   total - count("S", "V", "P"))
