@@ -21,9 +21,10 @@ from typing import Any
 
 from gendef.model import DATETIME, Definitions
 from parsers.base import ParserBase
-from parsers.decoders import decoder_for, is_ebcdic
+from parsers.decoders import decoder_for
 from parsers.fixed.plan import FixedPlan, TablePlan, build_plan
 from parsers.fixed.records import (
+    CALL,
     Slot,
     column_converter,
     field_converters,
@@ -116,12 +117,8 @@ class FixedParser(ParserBase):
         self.plan = plan
         self._page = code_page(plan.encoding)
         self._text = _Text(self._page)
-        info = self._page.codec_info()
-        try:
-            self._digits_ascii = (not is_ebcdic(info)
-                                  and info.decode(b"0123456789")[0] == "0123456789")
-        except UnicodeDecodeError:
-            self._digits_ascii = False
+        self._digits_ascii = (not self._page.ebcdic
+                              and self._page.table[0x30:0x3A] == "0123456789")
         self._formats: dict[str | None, TimeFormat] = {}
         self._copybook = plan.copybook
         self._header_name = plan.header_name
@@ -224,7 +221,7 @@ class FixedParser(ParserBase):
         for o in tp.odo:
             c = o.counter
             decode = decoder_for(c, self._page.name)
-            counter = Slot(c.name, o.start, o.start + c.length, False, decode, decode, "call",
+            counter = Slot(c.name, o.start, o.start + c.length, False, decode, decode, CALL,
                            tp.slots[0].column, c)
             odo.append((counter, o.columns))
         name = tp.table.name
