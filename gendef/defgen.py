@@ -75,8 +75,8 @@ def read_defs(path: str | os.PathLike[str]) -> Definitions:
     m = _VERSION.match(first)
     encoding = (m.group(2) if m and m.group(2) else None) or "UTF-8"
     try:
-        codecs.lookup(encoding)
-    except LookupError:
+        b"x".decode(encoding)  # LookupError also for codecs that are not text encodings (rot13)
+    except (LookupError, ValueError):  # ValueError: a name with a NUL in it
         raise DefinitionError(f"unknown encoding {encoding!r} on the version line",
                               file=name, line=1) from None
     try:

@@ -262,6 +262,11 @@ def test_read_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"*+- Defgen version 4.0, Encoding klingon\n")
     with pytest.raises(DefinitionError, match=r"enc.def:1: unknown encoding 'klingon'"):
         read_defs(bad)
+    # found by the defgen fuzz target: a NUL in the name, a codec that is not a text encoding
+    for name in (b"UTF\x00-8", b"rot13", b"zlib"):
+        bad.write_bytes(b"*+- Defgen version 4.0, Encoding " + name + b"\n")
+        with pytest.raises(DefinitionError, match=r"enc.def:1: unknown encoding"):
+            read_defs(bad)
     bad.write_bytes(b"*+- Defgen version 4.0, Encoding UTF-8\n*\nLocale: \xff\n")
     with pytest.raises(DefinitionError, match=r"enc.def:3: bytes not valid in UTF-8"):
         read_defs(bad)
