@@ -113,7 +113,7 @@ def _trail_definitions(read_defs: Callable[[str], Any]) -> Any:
 # (example directory, properties file, extra properties appended): each one configuration.
 DELIM_CONFIGS = (
     ("delimited", "dirprm/jmsvam.properties", ""),
-' records|' records
+    # '|' fields, ';' records, names before values, escaped delimiters and quotes
     ("delimited", "dirprm/jmsvam.properties",
      ("delim.hasbefores=false\ndelim.hasnames=true\ndelim.fielddelim=|\ndelim.linedelim=;\n"
       "delim.fielddelim.escaped=$#$\ndelim.linedelim.escaped=$;$\ndelim.quote.escaped=\\\"\n")),
