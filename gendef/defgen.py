@@ -185,7 +185,7 @@ class _Reader:
         key, sep, value = line.partition(":")
         if not sep or key.strip().lower() != label.lower() or not _INT.fullmatch(value.strip()):
             raise self.error(f"table {table}: expected '{label}: N', found {line!r}")
-        return int(value), self.pos
+        return int(value.strip()), self.pos
 
     def read_table(self, first: str) -> Table:
         start = self.pos

@@ -248,6 +248,15 @@ def test_malformed_input_names_file_and_line(mutate, line: int, words: list[str]
         assert w in msg
 
 
+def test_counts_surrounded_by_any_whitespace_are_read() -> None:
+    """Found by the defgen fuzz target: ``Syskey:\\x1e0`` passed the check on the stripped
+    text, then ``int()`` of the unstripped text raised ValueError."""
+    text = (DATA / "scott.def").read_text(encoding="cp1252")
+    assert "Syskey: 0\n" in text
+    defs = parse_defs(text.replace("Syskey: 0\n", "Syskey:\x1e0 \x1f\n"), "x.def")
+    assert defs.tables and {t.syskey for t in defs.tables} == {0}
+
+
 def test_header_garbage_and_empty_file() -> None:
     with pytest.raises(DefinitionError, match=r"^x.def:2: .*'hello'"):
         parse_defs("*\nhello\n", "x.def")
