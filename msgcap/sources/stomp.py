@@ -14,12 +14,14 @@
   "client-id already connected": the broker still holds our previous connection, whose
   unacknowledged messages it has not yet put back; we wait (back-off) so that they are
   redelivered before anything newer and the order on the queue is kept.
+* TLS (``stomp+ssl``): a certificate the broker or we refuse (unknown CA, expired, host name
+  mismatch, client certificate missing or refused) stops capture like an ERROR frame: no retry
+  can cure it. ``msgcap.sources.tls`` finds out which it is.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import random
 import ssl
@@ -31,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from msgcap.sources.base import Redelivery, Source
+from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from parsers.model import Message
 from props.errors import SourceError
 
@@ -148,6 +151,7 @@ class StompSource(Source):
         self._prefetch = prefetch
         self._heartbeat = heartbeat
         self._ssl = (ssl_ca, ssl_cert, ssl_key)
+        self._tls: TlsFiles | None = None  # checked once, by _tls_files()
         self._client_id = client_id
         self._backoff = backoff or Backoff()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -191,9 +195,7 @@ class StompSource(Source):
                 reconnect_attempts_max=1, reconnect_sleep_initial=0.0, reconnect_sleep_max=0.0,
                 timeout=CONNECT_TIMEOUT, try_loopback_connect=False)
             if endpoint.tls:
-                ca, cert, key = self._tls_files()
-                conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=ca,
-                             cert_file=cert, key_file=key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
+                set_tls(conn, endpoint, self._tls_files())
             conn.set_listener("msgcap", listener)
             # The client-id makes the broker refuse us while it still holds our previous
             # connection (after a crash or a lost link): its unacknowledged messages must go
@@ -215,6 +217,8 @@ class StompSource(Source):
                 if refused is not None and "already connected" not in refused:
                     raise SourceError(f"broker refused the connection: {refused}",
                                       url=endpoint.url)
+                if endpoint.tls and refused is None:
+                    failure = tls_failure(endpoint, self._tls_files(), failure)
                 delay = self._backoff.delay()
                 log.warning("cannot connect to %s (%s); retrying in %.1f s", endpoint.url,
                             failure, delay)
@@ -233,21 +237,10 @@ class StompSource(Source):
             headers["activemq.subscriptionName"] = self._client_id
         conn.subscribe(self.destination, id="1", ack="client-individual", headers=headers)
 
-    def _tls_files(self) -> tuple[str, str | None, str | None]:
-        ca, cert, key = self._ssl
-        if ca is None:
-            paths = ssl.get_default_verify_paths()
-            ca = next((p for p in (paths.cafile, paths.openssl_cafile)
-                       if p and os.path.isfile(p)), None)
-            if ca is None:
-                raise SourceError("TLS needs a CA bundle: set jms.ssl.ca (no system bundle found)",
-                                  url=self.url)
-        for name, path in (("jms.ssl.ca", ca), ("jms.ssl.cert", cert), ("jms.ssl.key", key)):
-            if path is not None and not os.path.isfile(path):
-                raise SourceError(f"{name}: no such file {path}", url=self.url)
-        if (cert is None) != (key is None):
-            raise SourceError("jms.ssl.cert and jms.ssl.key go together", url=self.url)
-        return ca, cert, key
+    def _tls_files(self) -> TlsFiles:
+        if self._tls is None:
+            self._tls = tls_files(*self._ssl, url=self.url)
+        return self._tls
 
     def _reconnect(self, reason: str) -> None:
         log.warning("%s: %s; reconnecting", self.endpoint.url if self.endpoint else self.url,
@@ -335,6 +328,24 @@ class StompSource(Source):
         self._connected_epoch = -1
         if conn is not None:
             _quiet_disconnect(conn)
+
+
+def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:
+    """TLS for ``endpoint`` on a stomp.py connection: the broker verified against ``files.ca``
+    (chain and host name), our certificate shown if configured."""
+    conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=files.ca,
+                 cert_file=files.cert, key_file=files.key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
+
+
+def tls_failure(endpoint: Endpoint, files: TlsFiles, failure: str) -> str:
+    """What a failed TLS connection means: raises ``SourceError`` for a certificate problem,
+    else returns the reason to log before retrying (stomp.py's own is often empty)."""
+    problem = diagnose(endpoint.host, endpoint.port, files, url=endpoint.url)
+    if problem is None:
+        return failure
+    if problem.permanent:
+        raise SourceError(problem.reason, url=endpoint.url)
+    return problem.reason
 
 
 def _escape(value: str) -> str:
