@@ -24,7 +24,9 @@ _SSL_C = re.compile(r"\(?_ssl\.c:\d+\)?:?")
 ALERT_WAIT = 5.0
 
 # OpenSSL X509_V_ERR_* codes of a verification failure, by what the user has to fix.
-_EXPIRED = {10: "has expired", 9: "is not valid yet (check the clocks)"}
+_VALIDITY = {10: "expired certificate: the broker's certificate has expired",
+             9: "certificate not valid yet: the broker's certificate is not valid yet (check the "
+                "clocks)"}
 _HOST_MISMATCH = {62, 64}  # HOSTNAME_MISMATCH, IP_ADDRESS_MISMATCH
 # UNABLE_TO_GET_ISSUER_CERT(_LOCALLY), DEPTH_ZERO_SELF_SIGNED_CERT, SELF_SIGNED_CERT_IN_CHAIN,
 # UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_SIGNATURE_FAILURE
@@ -139,8 +141,8 @@ def diagnose(host: str, port: int, files: TlsFiles, *, url: str,
 def _verify_reason(exc: ssl.SSLCertVerificationError, host: str, files: TlsFiles) -> str:
     code = exc.verify_code
     detail = exc.verify_message or "certificate verify failed"
-    if code in _EXPIRED:
-        return f"TLS: expired certificate: the broker's certificate {_EXPIRED[code]} ({detail})"
+    if code in _VALIDITY:
+        return f"TLS: {_VALIDITY[code]} ({detail})"
     if code in _HOST_MISMATCH:
         return (f"TLS: host name mismatch: the broker's certificate is not valid for {host} "
                 f"({detail})")
