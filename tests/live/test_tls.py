@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from msgcap.sources.stomp import StompSource
+from msgcap.sources.stomp import StompSource, parse_urls, tls_failure
+from msgcap.sources.tls import tls_files
 from props.errors import SourceError
 from tests.conftest import REPO, Broker, _free_port
 
@@ -170,3 +171,11 @@ def test_unusable_tls_files_are_refused_at_start(certs: Path, files, message) ->
     ca, cert, key = (str(certs / f) if f else None for f in files)
     with pytest.raises(SourceError, match=message):
         _source(ssl_ca=ca, ssl_cert=cert, ssl_key=key)
+
+
+def test_a_broker_that_is_not_reachable_is_no_certificate_problem(certs: Path) -> None:
+    """Retried like any lost broker (no SourceError), and logged with the socket's reason rather
+    than stomp.py's empty ConnectFailedException."""
+    endpoint = parse_urls([f"stomp+ssl://127.0.0.1:{_free_port()}"])[0]
+    files = tls_files(str(certs / "ca.pem"), None, None, url=endpoint.url)
+    assert "Connection refused" in tls_failure(endpoint, files, "ConnectFailedException")
