@@ -212,7 +212,7 @@ class StompSource(Source):
             except (StompException, OSError) as exc:
                 failure = str(exc) or type(exc).__name__
             if failure is not None:
-                _quiet_disconnect(conn)
+                quiet_disconnect(conn)
                 refused = listener.connect_error
                 if refused is not None and "already connected" not in refused:
                     raise SourceError(f"broker refused the connection: {refused}",
@@ -253,7 +253,7 @@ class StompSource(Source):
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
         if conn is not None:
-            _quiet_disconnect(conn)
+            quiet_disconnect(conn)
         while True:  # what is queued came over the old connection and will be redelivered
             try:
                 self._queue.get_nowait()
@@ -327,7 +327,7 @@ class StompSource(Source):
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
         if conn is not None:
-            _quiet_disconnect(conn)
+            quiet_disconnect(conn)
 
 
 def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:
@@ -359,7 +359,7 @@ def ack_frames(ack_ids: Sequence[str]) -> bytes:
     return b"".join(b"ACK\nid:%s\n\n\x00" % _escape(i).encode("utf-8") for i in ack_ids)
 
 
-def _quiet_disconnect(conn: Any, wait: float = 2.0) -> None:
+def quiet_disconnect(conn: Any, wait: float = 2.0) -> None:
     """DISCONNECT politely, but never wait long: a dead broker must not delay a stop or reconnect.
 
     (stomp.py's ``transport.stop()`` waits without a deadline, so the socket is closed here.)
