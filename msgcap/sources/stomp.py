@@ -42,6 +42,7 @@ log = logging.getLogger("msgcap.source")
 # Headers that describe the delivery to this subscriber, not the message.
 _DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
 CONNECT_TIMEOUT = 10.0
+_RECV_BYTES = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +336,37 @@ def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:
     (chain and host name), our certificate shown if configured."""
     conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=files.ca,
                  cert_file=files.cert, key_file=files.key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
+    _end_io_loop_at_eof(conn.transport)
+
+
+def _end_io_loop_at_eof(transport: Any) -> None:
+    """Make stomp.py's TLS io loop end when the broker closes the connection.
+
+    In non-blocking (TLS) mode stomp.py takes an empty read or a read error for "no data yet"
+    (its ``receive`` even hides errors before CONNECTED) and selects again: the closed socket is
+    readable forever, so the loop spins at full CPU and never reports the loss (without
+    heart-beats capture waits forever; a client certificate refused after the handshake looks
+    like a broker that never answers CONNECT). An SSL socket's ``recv`` says "no data yet" with
+    ``SSLWantReadError`` and returns ``b""`` only at the end of the connection: at the end, or
+    on an error, stop the loop, and stomp.py reports "disconnected".
+    """
+
+    def receive_until_eof() -> bytes | None:
+        sock = transport.socket
+        if sock is None:
+            return None
+        try:
+            data = sock.recv(_RECV_BYTES)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise  # stomp.py: no data yet
+        except OSError:
+            transport.running = False
+            raise
+        if not data:
+            transport.running = False
+        return data
+
+    transport.receive = receive_until_eof
 
 
 def tls_failure(endpoint: Endpoint, files: TlsFiles, failure: str) -> str:

@@ -121,7 +121,10 @@ def diagnose(host: str, port: int, files: TlsFiles, *, url: str,
         with socket.create_connection((host, port), timeout) as raw, \
                 context.wrap_socket(raw, server_hostname=host) as tls:
             tls.settimeout(ALERT_WAIT)
-            tls.recv(1)
+            try:
+                tls.recv(1)
+            except TimeoutError:
+                return None  # no verdict: the broker accepts us, and waits for CONNECT
     except ssl.SSLCertVerificationError as exc:
         return TlsProblem(_verify_reason(exc, host, files), True)
     except ssl.SSLError as exc:

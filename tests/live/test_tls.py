@@ -11,6 +11,7 @@ The broker's certificate is issued for 127.0.0.1 only, so ``localhost`` is a hos
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -179,3 +180,40 @@ def test_a_broker_that_is_not_reachable_is_no_certificate_problem(certs: Path) -
     endpoint = parse_urls([f"stomp+ssl://127.0.0.1:{_free_port()}"])[0]
     files = tls_files(str(certs / "ca.pem"), None, None, url=endpoint.url)
     assert "Connection refused" in tls_failure(endpoint, files, "ConnectFailedException")
+
+
+@pytest.mark.broker
+def test_a_tls_broker_that_goes_away_is_noticed_without_heartbeats(work, tls_broker, certs,
+                                                                   tls_queue) -> None:
+    """stomp.py's TLS io loop took a closed socket for "no data yet": with heart-beats off,
+    capture never noticed a stopped broker. Now it reconnects and goes on."""
+    url = tls_broker.url(tls_broker.tls_port)
+    work.properties(jms_url=url, jms_destination=tls_queue, jms_ssl_ca=certs / "ca.pem",
+                    jms_heartbeat="0,0")
+    log = work.root / "dirrpt" / "SALES.log"
+    work.msgcap("send", "--prop", str(work.prop), str(work.dump("a.jsonl", [work.body(1)])),
+                check=True)
+    run = work.start("run", "--prop", str(work.prop))
+    try:
+        _wait_for(lambda: len(work.trail()) == 1, "the first message in the trail")
+        tls_broker.broker.stop()
+        try:
+            _wait_for(lambda: "connection lost; reconnecting" in log.read_text(),
+                      "the lost connection noticed")
+        finally:
+            tls_broker.broker.start()
+        work.msgcap("send", "--prop", str(work.prop),
+                    str(work.dump("b.jsonl", [work.body(2), work.body(3)])), check=True)
+        _wait_for(lambda: len(work.trail()) == 3, "the messages sent after the restart")
+    finally:
+        run.terminate()
+        assert run.wait(timeout=120) == 0, (work.root / "run.out").read_text()
+    assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002", "0000000003"]
+
+
+def _wait_for(condition, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.2)
