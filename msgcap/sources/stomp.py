@@ -21,9 +21,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import random
+import socket
 import ssl
 import threading
 import time
@@ -337,6 +339,7 @@ def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:
     conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=files.ca,
                  cert_file=files.cert, key_file=files.key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
     _end_io_loop_at_eof(conn.transport)
+    _close_without_waiting(conn.transport)
 
 
 def _end_io_loop_at_eof(transport: Any) -> None:
@@ -378,6 +381,27 @@ def tls_failure(endpoint: Endpoint, files: TlsFiles, failure: str) -> str:
     if problem.permanent:
         raise SourceError(problem.reason, url=endpoint.url)
     return problem.reason
+
+
+def _close_without_waiting(transport: Any) -> None:
+    """Make stomp.py close a TLS connection without waiting for the broker.
+
+    stomp.py closes TLS with ``unwrap()`` on a blocking socket without a timeout: the TLS
+    close_notify exchange. With a broker that hangs (its heart-beats stopped), the heart-beat
+    thread waits there forever, before it reports the timeout and the loss, and capture hangs.
+    Shutting the socket down first skips the exchange (the DISCONNECT frame, when there is
+    one, is already sent); stomp.py then only notes that there is no TLS layer left to unwrap.
+    """
+    disconnect = transport.disconnect_socket
+
+    def disconnect_at_once() -> None:
+        sock = transport.socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        disconnect()
+
+    transport.disconnect_socket = disconnect_at_once
 
 
 def _escape(value: str) -> str:

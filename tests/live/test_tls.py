@@ -10,6 +10,8 @@ The broker's certificate is issued for 127.0.0.1 only, so ``localhost`` is a hos
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 import uuid
@@ -217,3 +219,34 @@ def _wait_for(condition, what: str, timeout: float = 120.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.2)
+
+
+@pytest.mark.broker
+def test_a_tls_broker_that_hangs_is_left_when_its_heartbeats_stop(work, tls_broker, certs,
+                                                                  tls_queue) -> None:
+    """stomp.py closed a TLS connection by waiting, without a deadline, for the broker's
+    close_notify: with the broker hung (SIGSTOP), the heart-beat timeout never got reported and
+    capture hung with it. Now it reconnects when the broker comes back."""
+    url = tls_broker.url(tls_broker.tls_port)
+    work.properties(jms_url=url, jms_destination=tls_queue, jms_ssl_ca=certs / "ca.pem",
+                    jms_heartbeat="1000,1000")
+    log = work.root / "dirrpt" / "SALES.log"
+    work.msgcap("send", "--prop", str(work.prop), str(work.dump("a.jsonl", [work.body(1)])),
+                check=True)
+    run = work.start("run", "--prop", str(work.prop))
+    pid = int((tls_broker.broker.dir / "activemq.pid").read_text())
+    try:
+        _wait_for(lambda: len(work.trail()) == 1, "the first message in the trail")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            _wait_for(lambda: "connection lost; reconnecting" in log.read_text(),
+                      "the hung broker left")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        work.msgcap("send", "--prop", str(work.prop),
+                    str(work.dump("b.jsonl", [work.body(2), work.body(3)])), check=True)
+        _wait_for(lambda: len(work.trail()) == 3, "the messages sent after the broker woke up")
+    finally:
+        run.terminate()
+        assert run.wait(timeout=120) == 0, (work.root / "run.out").read_text()
+    assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002", "0000000003"]
