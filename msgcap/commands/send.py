@@ -137,7 +137,8 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
         receipts, failure = listener.receipts, listener.failure
         conn = stomp.Connection12([(endpoint.host, endpoint.port)], auto_decode=False,
                                   auto_content_length=False, heartbeats=(0, 0),
-                                  reconnect_attempts_max=1, try_loopback_connect=False)
+                                  reconnect_attempts_max=1, try_loopback_connect=False,
+                                  timeout=CONNECT_TIMEOUT)
         if endpoint.tls and tls is not None:
             set_tls(conn, endpoint, tls)
         conn.set_listener("send", listener)
