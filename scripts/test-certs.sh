@@ -15,6 +15,12 @@
 # The PKCS#12 stores are protected by MSGCAP_TLS_STOREPASS (default: changeit).
 set -euo pipefail
 
+if ! command -v openssl >/dev/null || ! command -v keytool >/dev/null; then
+    source "$(dirname "$0")/env.sh"
+    command -v openssl >/dev/null || _apt_install openssl
+    command -v keytool >/dev/null || ensure_activemq_package  # brings a JRE with keytool
+fi
+
 DIR="${1:?usage: $0 DIR [SAN]}"
 SAN="${2:-IP:127.0.0.1,DNS:localhost}"
 PASS="${MSGCAP_TLS_STOREPASS:-changeit}"
