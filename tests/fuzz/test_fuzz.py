@@ -20,7 +20,7 @@ SECONDS = int(os.environ.get("MSGCAP_FUZZ_SECONDS") or 8)
 PENDING = {
     "copybook": ("ValueError: invalid literal for int() with base 10",
                  "OverflowError: cannot fit 'int' into an index-sized integer",
-                 "IndexError: string index out of range"),
+                 "IndexError: string index out of range", "MemoryError"),
 }
 
 
