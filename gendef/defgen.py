@@ -75,8 +75,8 @@ def read_defs(path: str | os.PathLike[str]) -> Definitions:
     m = _VERSION.match(first)
     encoding = (m.group(2) if m and m.group(2) else None) or "UTF-8"
     try:
-        codecs.lookup(encoding)
-    except LookupError:
+        b"x".decode(encoding)  # LookupError also for codecs that are not text encodings (rot13)
+    except (LookupError, ValueError):  # ValueError: a name with a NUL in it
         raise DefinitionError(f"unknown encoding {encoding!r} on the version line",
                               file=name, line=1) from None
     try:
@@ -185,7 +185,7 @@ class _Reader:
         key, sep, value = line.partition(":")
         if not sep or key.strip().lower() != label.lower() or not _INT.fullmatch(value.strip()):
             raise self.error(f"table {table}: expected '{label}: N', found {line!r}")
-        return int(value), self.pos
+        return int(value.strip()), self.pos
 
     def read_table(self, first: str) -> Table:
         start = self.pos

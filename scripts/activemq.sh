@@ -11,7 +11,19 @@
 #                       (default: .broker/ in the repository)
 #   MSGCAP_STOMP_PORT   STOMP port on 127.0.0.1 (default 61613)
 #   MSGCAP_BROKER_HEAP  JVM heap (default 512m)
-#   MSGCAP_BROKER_WAIT  seconds to wait for the port (default 90)
+#   MSGCAP_BROKER_WAIT  seconds to wait for the ports (default 90)
+#
+# STOMP over TLS (stomp+ssl), off unless a port is given; scripts/test-certs.sh makes test stores:
+#   MSGCAP_STOMP_SSL_PORT     STOMP over TLS on this 127.0.0.1 port (needs MSGCAP_BROKER_KEYSTORE)
+#   MSGCAP_STOMP_MTLS_PORT    STOMP over TLS that requires a client certificate issued by a CA of
+#                             MSGCAP_BROKER_TRUSTSTORE (needClientAuth)
+#   MSGCAP_BROKER_KEYSTORE    PKCS#12 store: the broker's private key and certificate chain
+#   MSGCAP_BROKER_TRUSTSTORE  PKCS#12 store: the CAs that sign client certificates
+#   MSGCAP_BROKER_STOREPASS   password of those stores (default changeit)
+#   MSGCAP_STOMP_SSL_ALT_PORT with MSGCAP_BROKER_ALT_KEYSTORE: a second broker in the same JVM (not
+#                             persistent) with STOMP over TLS on this port only, presenting the
+#                             certificate of that store: to see a client refuse an expired or
+#                             foreign certificate without starting another JVM
 #
 # The broker listens on loopback only, STOMP only (OpenWire is not needed by msgcap and is off), no
 # web console, no JMX. Messages persist in KahaDB under data/, so a restart keeps queued messages.
@@ -26,9 +38,83 @@ HEAP="${MSGCAP_BROKER_HEAP:-512m}"
 WAIT="${MSGCAP_BROKER_WAIT:-90}"
 PIDFILE="$DIR/activemq.pid"
 LOG="$DIR/activemq.out"
+SSL_PORT="${MSGCAP_STOMP_SSL_PORT:-}"
+MTLS_PORT="${MSGCAP_STOMP_MTLS_PORT:-}"
+ALT_PORT="${MSGCAP_STOMP_SSL_ALT_PORT:-}"
+KEYSTORE="${MSGCAP_BROKER_KEYSTORE:-}"
+TRUSTSTORE="${MSGCAP_BROKER_TRUSTSTORE:-}"
+ALT_KEYSTORE="${MSGCAP_BROKER_ALT_KEYSTORE:-}"
+STOREPASS="${MSGCAP_BROKER_STOREPASS:-changeit}"
 
 _port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null
+    (exec 3<>"/dev/tcp/127.0.0.1/${1:-$PORT}") 2>/dev/null
+}
+
+_all_ports_open() {
+    local p
+    for p in "$PORT" $SSL_PORT $MTLS_PORT $ALT_PORT; do
+        _port_open "$p" || return 1
+    done
+}
+
+_check_tls() {
+    if [ -n "$SSL_PORT$MTLS_PORT" ] && [ ! -f "$KEYSTORE" ]; then
+        echo "activemq: a TLS port needs MSGCAP_BROKER_KEYSTORE (a PKCS#12 file)" >&2; return 1
+    fi
+    if [ -n "$MTLS_PORT" ] && [ ! -f "$TRUSTSTORE" ]; then
+        echo "activemq: MSGCAP_STOMP_MTLS_PORT needs MSGCAP_BROKER_TRUSTSTORE" >&2; return 1
+    fi
+    if [ -n "$ALT_PORT" ] && [ ! -f "$ALT_KEYSTORE" ]; then
+        echo "activemq: MSGCAP_STOMP_SSL_ALT_PORT needs MSGCAP_BROKER_ALT_KEYSTORE" >&2; return 1
+    fi
+    local value
+    for value in "$KEYSTORE" "$TRUSTSTORE" "$ALT_KEYSTORE" "$STOREPASS"; do
+        case "$value" in
+            *[\"\&\<\>]*) echo "activemq: store paths and password must not hold \" & < >" >&2
+                          return 1 ;;
+        esac
+    done
+}
+
+# The <sslContext> of a broker: its key store, and the trust store when clients must show one.
+_ssl_context() {  # keystore [truststore]
+    local trust=""
+    if [ -n "${2:-}" ]; then
+        trust=" trustStore=\"file:$2\" trustStorePassword=\"$STOREPASS\" trustStoreType=\"pkcs12\""
+    fi
+    echo "    <sslContext><sslContext keyStore=\"file:$1\" keyStorePassword=\"$STOREPASS\"" \
+         "keyStoreType=\"pkcs12\"$trust/></sslContext>"
+}
+
+_tls_connectors() {
+    local options="wireFormat.maxFrameSize=104857600"
+    if [ -n "$SSL_PORT" ]; then
+        echo "      <transportConnector name=\"stomp+ssl\"" \
+             "uri=\"stomp+ssl://127.0.0.1:$SSL_PORT?$options\"/>"
+    fi
+    if [ -n "$MTLS_PORT" ]; then
+        echo "      <transportConnector name=\"stomp+ssl+clientauth\"" \
+             "uri=\"stomp+ssl://127.0.0.1:$MTLS_PORT?needClientAuth=true&amp;$options\"/>"
+    fi
+}
+
+_alt_broker() {
+    [ -n "$ALT_PORT" ] || return 0
+    cat <<EOF
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="msgcap-alt" useJmx="false"
+          schedulerSupport="false" advisorySupport="false" persistent="false"
+          dataDirectory="$DIR/data/alt">
+$(_ssl_context "$ALT_KEYSTORE")
+    <transportConnectors>
+      <transportConnector name="stomp+ssl+alt" uri="stomp+ssl://127.0.0.1:$ALT_PORT"/>
+    </transportConnectors>
+  </broker>
+EOF
+}
+
+_tls_urls() {
+    local p
+    for p in $SSL_PORT $MTLS_PORT $ALT_PORT; do printf ' stomp+ssl://127.0.0.1:%s' "$p"; done
 }
 
 _alive() {
@@ -57,6 +143,7 @@ _write_conf() {
       <kahaDB directory="$DIR/data/kahadb" journalDiskSyncStrategy="periodic"
               journalDiskSyncInterval="200" concurrentStoreAndDispatchQueues="false"/>
     </persistenceAdapter>
+$( [ -z "$SSL_PORT$MTLS_PORT" ] || _ssl_context "$KEYSTORE" "${MTLS_PORT:+$TRUSTSTORE}")
     <systemUsage><systemUsage>
       <memoryUsage><memoryUsage limit="128 mb"/></memoryUsage>
       <storeUsage><storeUsage limit="8 gb"/></storeUsage>
@@ -65,8 +152,10 @@ _write_conf() {
     <transportConnectors>
       <transportConnector name="stomp"
           uri="stomp+nio://127.0.0.1:$PORT?transport.closeAsync=false&amp;wireFormat.maxFrameSize=104857600"/>
+$(_tls_connectors)
     </transportConnectors>
   </broker>
+$(_alt_broker)
 </beans>
 EOF
     # Debian's broker logs through log4j 1.2 (slf4j-log4j12 in lib/optional).
@@ -81,8 +170,9 @@ EOF
 }
 
 start() {
-    if _alive && _port_open; then
-        echo "activemq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT)"
+    _check_tls
+    if _alive && _all_ports_open; then
+        echo "activemq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT$(_tls_urls))"
         return 0
     fi
     if _port_open; then
@@ -103,7 +193,7 @@ start() {
         >"$LOG" 2>&1 </dev/null &
     echo $! > "$PIDFILE"
     local deadline=$((SECONDS + WAIT))
-    until _port_open; do
+    until _all_ports_open; do
         if ! _alive; then
             echo "activemq: the broker exited during start; last lines of $LOG:" >&2
             tail -n 20 "$LOG" >&2 || true
@@ -111,13 +201,14 @@ start() {
             return 1
         fi
         if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "activemq: port $PORT not open after ${WAIT}s; see $LOG" >&2
+            echo "activemq: ports $PORT $SSL_PORT $MTLS_PORT $ALT_PORT not all open after" \
+                 "${WAIT}s; see $LOG" >&2
             stop >/dev/null || true
             return 1
         fi
         sleep 0.2
     done
-    echo "activemq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT, dir $DIR)"
+    echo "activemq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT$(_tls_urls), dir $DIR)"
 }
 
 stop() {
@@ -142,8 +233,8 @@ stop() {
 }
 
 status() {
-    if _alive && _port_open; then
-        echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT"
+    if _alive && _all_ports_open; then
+        echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT$(_tls_urls)"
     else
         echo "not running"
         return 1

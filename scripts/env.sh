@@ -14,7 +14,7 @@ ensure_venv() {
     if [ ! -x "$VENV/bin/python" ]; then
         python3 -m venv "$VENV" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$VENV"; }
     fi
-    if ! "$VENV/bin/python" -c 'import msgcap, lxml, elementpath, stomp, pyspark, hypothesis' 2>/dev/null \
+    if ! "$VENV/bin/python" -c 'import msgcap, lxml, elementpath, stomp, pyspark, hypothesis, atheris' 2>/dev/null \
         || [ pyproject.toml -nt "$VENV/.installed" ]; then
         echo "installing Python dependencies into $VENV ..." >&2
         "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null

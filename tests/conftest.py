@@ -13,7 +13,7 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,13 +28,15 @@ class Broker:
 
     dir: Path
     port: int
+    env: dict[str, str] = field(default_factory=dict)  # more activemq.sh settings (TLS)
 
     @property
     def url(self) -> str:
         return f"stomp://127.0.0.1:{self.port}"
 
     def _script(self, action: str) -> str:
-        env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), MSGCAP_STOMP_PORT=str(self.port))
+        env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), MSGCAP_STOMP_PORT=str(self.port),
+                   **self.env)
         done = subprocess.run(["bash", str(SCRIPT), action], check=False, env=env, cwd=REPO,
                               capture_output=True, text=True, timeout=180)
         if done.returncode != 0:

@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap send", log_to_file=False)
+    if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):
+        # stomp.py logs each failed attempt itself; the one error line below says it all
+        logging.getLogger("stomp.py").setLevel(logging.ERROR)
     jms = settings.jms
     if not jms.url:
         raise PropertyError("required by msgcap send", prop="jms.url")
@@ -89,6 +92,13 @@ class _SendListener:
     def __init__(self) -> None:
         self.receipts: dict[str, threading.Event] = {}
         self.failure: list[str] = []
+        self.answered = threading.Event()  # CONNECTED, ERROR or a closed connection
+
+    def on_connected(self, frame: Any) -> None:
+        self.answered.set()
+
+    def on_disconnected(self) -> None:
+        self.answered.set()
 
     def on_receipt(self, frame: Any) -> None:
         event = self.receipts.get(frame.headers.get("receipt-id", ""))
@@ -97,6 +107,7 @@ class _SendListener:
 
     def on_error(self, frame: Any) -> None:
         self.failure.append(frame.headers.get("message", "ERROR frame"))
+        self.answered.set()
         for event in self.receipts.values():
             event.set()
 
@@ -106,30 +117,47 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
     import stomp
     from stomp.exception import StompException
 
-    from msgcap.sources.stomp import parse_urls
+    from msgcap.sources.stomp import (
+        CONNECT_TIMEOUT,
+        parse_urls,
+        quiet_disconnect,
+        set_tls,
+        tls_failure,
+    )
+    from msgcap.sources.tls import tls_files
     from props.errors import SourceError
 
     jms = settings.jms
     endpoints = parse_urls(jms.url)
+    tls = (tls_files(jms.ssl_ca, jms.ssl_cert, jms.ssl_key, url=",".join(jms.url))
+           if any(e.tls for e in endpoints) else None)
     errors: list[str] = []
     for endpoint in endpoints:
         listener = _SendListener()
         receipts, failure = listener.receipts, listener.failure
         conn = stomp.Connection12([(endpoint.host, endpoint.port)], auto_decode=False,
                                   auto_content_length=False, heartbeats=(0, 0),
-                                  reconnect_attempts_max=1, try_loopback_connect=False)
-        if endpoint.tls:
-            from msgcap.sources.stomp import StompSource
-            ca, cert, key = StompSource([endpoint.url], jms.destination or "/queue/x",
-                                        ssl_ca=jms.ssl_ca, ssl_cert=jms.ssl_cert,
-                                        ssl_key=jms.ssl_key)._tls_files()
-            conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=ca,
-                         cert_file=cert, key_file=key)
+                                  reconnect_attempts_max=1, try_loopback_connect=False,
+                                  timeout=CONNECT_TIMEOUT)
+        if endpoint.tls and tls is not None:
+            set_tls(conn, endpoint, tls)
         conn.set_listener("send", listener)
+        reason = None
         try:
-            conn.connect(jms.user, jms.password, wait=True)
+            # not stomp.py's wait=True: it has no deadline, and can miss a TLS connection that
+            # the broker closes (a client certificate refused after the handshake)
+            conn.connect(jms.user, jms.password, wait=False)
+            if not listener.answered.wait(CONNECT_TIMEOUT):
+                reason = "no CONNECTED frame in time"
+            elif failure or not conn.is_connected():
+                reason = failure[0] if failure else "connection closed"
         except (StompException, OSError) as exc:
-            errors.append(f"{endpoint.url}: {failure[0] if failure else exc or 'cannot connect'}")
+            reason = failure[0] if failure else (str(exc) or type(exc).__name__)
+        if reason is not None:
+            quiet_disconnect(conn)
+            if endpoint.tls and tls is not None and not failure:
+                reason = tls_failure(endpoint, tls, reason)  # raises for a certificate problem
+            errors.append(f"{endpoint.url}: {reason}")
             continue
         count = 0
         try:

@@ -14,14 +14,18 @@
   "client-id already connected": the broker still holds our previous connection, whose
   unacknowledged messages it has not yet put back; we wait (back-off) so that they are
   redelivered before anything newer and the order on the queue is kept.
+* TLS (``stomp+ssl``): a certificate the broker or we refuse (unknown CA, expired, host name
+  mismatch, client certificate missing or refused) stops capture like an ERROR frame: no retry
+  can cure it. ``msgcap.sources.tls`` finds out which it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 import queue
 import random
+import socket
 import ssl
 import threading
 import time
@@ -31,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from msgcap.sources.base import Redelivery, Source
+from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from parsers.model import Message
 from props.errors import SourceError
 
@@ -39,6 +44,7 @@ log = logging.getLogger("msgcap.source")
 # Headers that describe the delivery to this subscriber, not the message.
 _DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
 CONNECT_TIMEOUT = 10.0
+_RECV_BYTES = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +154,7 @@ class StompSource(Source):
         self._prefetch = prefetch
         self._heartbeat = heartbeat
         self._ssl = (ssl_ca, ssl_cert, ssl_key)
+        self._tls: TlsFiles | None = None  # checked once, by _tls_files()
         self._client_id = client_id
         self._backoff = backoff or Backoff()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -191,9 +198,7 @@ class StompSource(Source):
                 reconnect_attempts_max=1, reconnect_sleep_initial=0.0, reconnect_sleep_max=0.0,
                 timeout=CONNECT_TIMEOUT, try_loopback_connect=False)
             if endpoint.tls:
-                ca, cert, key = self._tls_files()
-                conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=ca,
-                             cert_file=cert, key_file=key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
+                set_tls(conn, endpoint, self._tls_files())
             conn.set_listener("msgcap", listener)
             # The client-id makes the broker refuse us while it still holds our previous
             # connection (after a crash or a lost link): its unacknowledged messages must go
@@ -210,11 +215,13 @@ class StompSource(Source):
             except (StompException, OSError) as exc:
                 failure = str(exc) or type(exc).__name__
             if failure is not None:
-                _quiet_disconnect(conn)
+                quiet_disconnect(conn)
                 refused = listener.connect_error
                 if refused is not None and "already connected" not in refused:
                     raise SourceError(f"broker refused the connection: {refused}",
                                       url=endpoint.url)
+                if endpoint.tls and refused is None:
+                    failure = tls_failure(endpoint, self._tls_files(), failure)
                 delay = self._backoff.delay()
                 log.warning("cannot connect to %s (%s); retrying in %.1f s", endpoint.url,
                             failure, delay)
@@ -233,21 +240,10 @@ class StompSource(Source):
             headers["activemq.subscriptionName"] = self._client_id
         conn.subscribe(self.destination, id="1", ack="client-individual", headers=headers)
 
-    def _tls_files(self) -> tuple[str, str | None, str | None]:
-        ca, cert, key = self._ssl
-        if ca is None:
-            paths = ssl.get_default_verify_paths()
-            ca = next((p for p in (paths.cafile, paths.openssl_cafile)
-                       if p and os.path.isfile(p)), None)
-            if ca is None:
-                raise SourceError("TLS needs a CA bundle: set jms.ssl.ca (no system bundle found)",
-                                  url=self.url)
-        for name, path in (("jms.ssl.ca", ca), ("jms.ssl.cert", cert), ("jms.ssl.key", key)):
-            if path is not None and not os.path.isfile(path):
-                raise SourceError(f"{name}: no such file {path}", url=self.url)
-        if (cert is None) != (key is None):
-            raise SourceError("jms.ssl.cert and jms.ssl.key go together", url=self.url)
-        return ca, cert, key
+    def _tls_files(self) -> TlsFiles:
+        if self._tls is None:
+            self._tls = tls_files(*self._ssl, url=self.url)
+        return self._tls
 
     def _reconnect(self, reason: str) -> None:
         log.warning("%s: %s; reconnecting", self.endpoint.url if self.endpoint else self.url,
@@ -260,7 +256,7 @@ class StompSource(Source):
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
         if conn is not None:
-            _quiet_disconnect(conn)
+            quiet_disconnect(conn)
         while True:  # what is queued came over the old connection and will be redelivered
             try:
                 self._queue.get_nowait()
@@ -334,7 +330,78 @@ class StompSource(Source):
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
         if conn is not None:
-            _quiet_disconnect(conn)
+            quiet_disconnect(conn)
+
+
+def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:
+    """TLS for ``endpoint`` on a stomp.py connection: the broker verified against ``files.ca``
+    (chain and host name), our certificate shown if configured."""
+    conn.set_ssl(for_hosts=[(endpoint.host, endpoint.port)], ca_certs=files.ca,
+                 cert_file=files.cert, key_file=files.key, ssl_version=ssl.PROTOCOL_TLS_CLIENT)
+    _end_io_loop_at_eof(conn.transport)
+    _close_without_waiting(conn.transport)
+
+
+def _end_io_loop_at_eof(transport: Any) -> None:
+    """Make stomp.py's TLS io loop end when the broker closes the connection.
+
+    In non-blocking (TLS) mode stomp.py takes an empty read or a read error for "no data yet"
+    (its ``receive`` even hides errors before CONNECTED) and selects again: the closed socket is
+    readable forever, so the loop spins at full CPU and never reports the loss (without
+    heart-beats capture waits forever; a client certificate refused after the handshake looks
+    like a broker that never answers CONNECT). An SSL socket's ``recv`` says "no data yet" with
+    ``SSLWantReadError`` and returns ``b""`` only at the end of the connection: at the end, or
+    on an error, stop the loop, and stomp.py reports "disconnected".
+    """
+
+    def receive_until_eof() -> bytes | None:
+        sock = transport.socket
+        if sock is None:
+            return None
+        try:
+            data = sock.recv(_RECV_BYTES)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise  # stomp.py: no data yet
+        except OSError:
+            transport.running = False
+            raise
+        if not data:
+            transport.running = False
+        return data
+
+    transport.receive = receive_until_eof
+
+
+def tls_failure(endpoint: Endpoint, files: TlsFiles, failure: str) -> str:
+    """What a failed TLS connection means: raises ``SourceError`` for a certificate problem,
+    else returns the reason to log before retrying (stomp.py's own is often empty)."""
+    problem = diagnose(endpoint.host, endpoint.port, files, url=endpoint.url)
+    if problem is None:
+        return failure
+    if problem.permanent:
+        raise SourceError(problem.reason, url=endpoint.url)
+    return problem.reason
+
+
+def _close_without_waiting(transport: Any) -> None:
+    """Make stomp.py close a TLS connection without waiting for the broker.
+
+    stomp.py closes TLS with ``unwrap()`` on a blocking socket without a timeout: the TLS
+    close_notify exchange. With a broker that hangs (its heart-beats stopped), the heart-beat
+    thread waits there forever, before it reports the timeout and the loss, and capture hangs.
+    Shutting the socket down first skips the exchange (the DISCONNECT frame, when there is
+    one, is already sent); stomp.py then only notes that there is no TLS layer left to unwrap.
+    """
+    disconnect = transport.disconnect_socket
+
+    def disconnect_at_once() -> None:
+        sock = transport.socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        disconnect()
+
+    transport.disconnect_socket = disconnect_at_once
 
 
 def _escape(value: str) -> str:
@@ -348,7 +415,7 @@ def ack_frames(ack_ids: Sequence[str]) -> bytes:
     return b"".join(b"ACK\nid:%s\n\n\x00" % _escape(i).encode("utf-8") for i in ack_ids)
 
 
-def _quiet_disconnect(conn: Any, wait: float = 2.0) -> None:
+def quiet_disconnect(conn: Any, wait: float = 2.0) -> None:
     """DISCONNECT politely, but never wait long: a dead broker must not delay a stop or reconnect.
 
     (stomp.py's ``transport.stop()`` waits without a deadline, so the socket is closed here.)

@@ -248,6 +248,15 @@ def test_malformed_input_names_file_and_line(mutate, line: int, words: list[str]
         assert w in msg
 
 
+def test_counts_surrounded_by_any_whitespace_are_read() -> None:
+    """Found by the defgen fuzz target: ``Syskey:\\x1e0`` passed the check on the stripped
+    text, then ``int()`` of the unstripped text raised ValueError."""
+    text = (DATA / "scott.def").read_text(encoding="cp1252")
+    assert "Syskey: 0\n" in text
+    defs = parse_defs(text.replace("Syskey: 0\n", "Syskey:\x1e0 \x1f\n"), "x.def")
+    assert defs.tables and {t.syskey for t in defs.tables} == {0}
+
+
 def test_header_garbage_and_empty_file() -> None:
     with pytest.raises(DefinitionError, match=r"^x.def:2: .*'hello'"):
         parse_defs("*\nhello\n", "x.def")
@@ -262,6 +271,11 @@ def test_read_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"*+- Defgen version 4.0, Encoding klingon\n")
     with pytest.raises(DefinitionError, match=r"enc.def:1: unknown encoding 'klingon'"):
         read_defs(bad)
+    # found by the defgen fuzz target: a NUL in the name, a codec that is not a text encoding
+    for name in (b"UTF\x00-8", b"rot13", b"zlib"):
+        bad.write_bytes(b"*+- Defgen version 4.0, Encoding " + name + b"\n")
+        with pytest.raises(DefinitionError, match=r"enc.def:1: unknown encoding"):
+            read_defs(bad)
     bad.write_bytes(b"*+- Defgen version 4.0, Encoding UTF-8\n*\nLocale: \xff\n")
     with pytest.raises(DefinitionError, match=r"enc.def:3: bytes not valid in UTF-8"):
         read_defs(bad)
