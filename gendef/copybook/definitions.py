@@ -21,7 +21,7 @@ from props.errors import CopybookError
 def date_format_length(fmt: str) -> int:
     """DATETIME external length of a format: 10 (date), 19 (time), 20 + fraction digits."""
     upper = fmt.upper()
-    m = re.search(r"F(\d)|(F+)", upper)
+    m = re.search(r"F([0-9])|(F+)", upper)
     if m:
         return 20 + (int(m.group(1)) if m.group(1) else len(m.group(2)))
     if "HH" in upper or "MI" in upper or "SS" in upper:

@@ -38,8 +38,8 @@ _FIGURATIVE = frozenset({
     "LOW-VALUES", "QUOTE", "QUOTES", "NULL", "NULLS", "ALL", "THRU", "THROUGH", "IS", "ARE",
 })
 _IGNORED_WORDS = frozenset({"GLOBAL", "EXTERNAL"})
-_LEVEL_RE = re.compile(r"^\d{1,2}$")
-_NUMBER_RE = re.compile(r"^[+-]?\d*[.,]?\d+$")
+_LEVEL_RE = re.compile(r"^[0-9]{1,2}$")
+_NUMBER_RE = re.compile(r"^[+-]?[0-9]*[.,]?[0-9]+$")
 _DATE_WORD_RE = re.compile(r"^[YMDHISFT0-9\-/.:_]+$")
 
 
@@ -274,7 +274,7 @@ class EntryParser:
                 self._next()
 
     def _int(self, tok: Token | None, what: str, fld: str) -> int:
-        if tok is None or not tok.text.isdigit():
+        if tok is None or not (tok.text.isascii() and tok.text.isdigit()):
             raise self.error(f"{what} needs an integer, found {tok.text if tok else 'end'!r}",
                              tok, fld)
         return int(tok.text)

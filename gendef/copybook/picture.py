@@ -11,7 +11,7 @@ import re
 from gendef.copybook.model import MAX_RECORD_SIZE, Picture
 from props.errors import CopybookError
 
-_PIC_RE = re.compile(r"([A-Za-z9+\-.,*/$0])(?:\((\d+)\))?")
+_PIC_RE = re.compile(r"([A-Za-z9+\-.,*/$0])(?:\(([0-9]+)\))?")
 _SYMBOLS = "XA9SVP.+-Z*,B0/$"
 
 
@@ -22,6 +22,8 @@ def parse_picture(text: str, *, file: str | None = None, line: int | None = None
         return CopybookError(f"PIC {text}: {reason}", file=file, line=line, column=column,
                              field=fld)
 
+    if not text.isascii():  # every PIC symbol is ASCII; upper() could also change the length
+        raise bad("PIC symbols are ASCII characters")
     upper = text.upper()
     runs: list[tuple[str, int]] = []  # (symbol, repetitions), in order
     i = total = 0

@@ -484,3 +484,14 @@ def test_duplicate_columns_are_a_copybook_error() -> None:
     with pytest.raises(CopybookError,
                        match=r"t.cpy:3: field A: column R_A is defined twice \(line 2\)"):
         copybook_definitions(compile_copybook(src, file="t.cpy"), schema="S")
+
+
+@pytest.mark.parametrize(("entry", "needle"), [
+    ("05  F PIC X OCCURS ¹02.", "OCCURS needs an integer"),  # a digit to str.isdigit(), not int()
+    ("05  F PIC Xß.", "field F: PIC Xß: PIC symbols are ASCII characters"),  # 'ß'.upper() is 'SS'
+    ("05  F PIC X(²).", r"PIC X\(²\): PIC symbols are ASCII"),
+])
+def test_non_ascii_digits_and_letters_are_refused_with_location(entry: str, needle: str) -> None:
+    with pytest.raises(CopybookError, match=needle) as e:
+        compile_copybook(f"       01  R.\n           {entry}\n", file="t.cpy")
+    assert str(e.value).startswith("t.cpy:2:")
