@@ -15,6 +15,7 @@ from pathlib import Path
 
 from props.errors import PropertyError
 from props.settings import Settings
+from props.text import printable_line
 
 PROJECT_LOGGERS = ("props", "gendef", "parsers", "msgcap")
 
@@ -30,7 +31,16 @@ LEVELS = {
 _MARK = "_msgcap_handler"  # attribute on the handlers this module installs
 
 
-class _UtcFormatter(logging.Formatter):
+class _PrintableFormatter(logging.Formatter):
+    """Every log line escaped and bounded: messages quote ids, file names and values from
+    outside, which must not forge lines or flood the log (``props.text``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable_line(record.message)
+        return super().formatMessage(record)
+
+
+class _UtcFormatter(_PrintableFormatter):
     converter = time.gmtime
     default_msec_format = "%s.%03dZ"
 
@@ -44,7 +54,7 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
         handler.close()
 
     stderr = logging.StreamHandler(sys.stderr)
-    stderr.setFormatter(logging.Formatter(f"{command}: %(levelname)s: %(message)s"))
+    stderr.setFormatter(_PrintableFormatter(f"{command}: %(levelname)s: %(message)s"))
     handlers: list[logging.Handler] = [stderr]
     if log_to_file and settings is not None:
         stderr.setLevel(logging.WARNING)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from parsers.model import DELETE, INSERT, TRUNCATE, TX_BEGIN, TX_END, TX_MIDDLE, TX_WHOLE, UPDATE
 from props.errors import MessageError
 from props.settings import OptypeValues, TxindValues
+from props.text import quoted
 
 
 def optype_codes(values: OptypeValues) -> dict[str, str]:
@@ -39,7 +40,7 @@ def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
     def optype(text: str) -> str:
         found = codes.get(text) or codes.get(text.strip())
         if found is None:
-            raise MessageError(f"optype value {text!r} is not one of {expected}")
+            raise MessageError(f"optype value {quoted(text)} is not one of {expected}")
         return found
     return optype
 
@@ -54,6 +55,6 @@ def txind_mapper(values: TxindValues) -> Callable[[str], int]:
         if found is None:
             found = codes.get(text.strip())
             if found is None:
-                raise MessageError(f"txind value {text!r} is not one of {expected}")
+                raise MessageError(f"txind value {quoted(text)} is not one of {expected}")
         return found
     return txind

@@ -96,3 +96,16 @@ def test_unopenable_log_file(tmp_path: Path) -> None:
     with pytest.raises(PropertyError, match=r"^p.properties:5: gg.log.file: cannot open"):
         configure_logging(_settings("INFO", str(blocker / "x.log")), command="msgcap",
                           log_to_file=True)
+
+
+def test_log_lines_cannot_be_forged(capsys: pytest.CaptureFixture[str]) -> None:
+    """A name from outside with a newline and an ANSI escape stays on its line, escaped."""
+    configure_logging(None, command="msgcap test", log_to_file=False)
+    forged = "0001\n2026-11-23 10:00:00 ERROR msgcap.run: FORGED LINE\x1b[31m.msg"
+    logging.getLogger("msgcap.test").warning("message %s: duplicate", forged)
+    logging.getLogger("msgcap.test").warning("value %s", "w" * 100_000)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and not any("\x1b" in line for line in lines)
+    assert lines[0] == ("msgcap test: WARNING: message 0001\\n2026-11-23 10:00:00 ERROR "
+                        "msgcap.run: FORGED LINE\\x1b[31m.msg: duplicate")
+    assert len(lines[1]) < 2100 and lines[1].endswith("… (100006 characters)")
