@@ -35,7 +35,7 @@ def txind_codes(values: TxindValues) -> dict[str, int]:
 def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
     """Text (trimmed, case-sensitive) → 'I', 'U', 'D' or 'T'; anything else is an error."""
     codes = optype_codes(values)
-    expected = ", ".join(repr(v) for v in codes)
+    expected = ", ".join(quoted(v) for v in codes)
 
     def optype(text: str) -> str:
         found = codes.get(text) or codes.get(text.strip())
@@ -48,7 +48,7 @@ def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
 def txind_mapper(values: TxindValues) -> Callable[[str], int]:
     """Text (trimmed) → TX_BEGIN, TX_MIDDLE, TX_END or TX_WHOLE; anything else is an error."""
     codes = txind_codes(values)
-    expected = ", ".join(repr(v) for v in codes)
+    expected = ", ".join(quoted(v) for v in codes)
 
     def txind(text: str) -> int:
         found = codes.get(text)
