@@ -29,6 +29,9 @@ LEVELS = {
 }
 
 _MARK = "_msgcap_handler"  # attribute on the handlers this module installs
+# ``extra`` of a record for the log file only: the CLI prints the error that stops a command on
+# stderr itself, so that line is not written to stderr twice.
+FILE_ONLY = {"file_only": True}
 
 
 class _PrintableFormatter(logging.Formatter):
@@ -55,6 +58,7 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
 
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setFormatter(_PrintableFormatter(f"{command}: %(levelname)s: %(message)s"))
+    stderr.addFilter(lambda record: not getattr(record, "file_only", False))
     handlers: list[logging.Handler] = [stderr]
     if log_to_file and settings is not None:
         stderr.setLevel(logging.WARNING)

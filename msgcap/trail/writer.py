@@ -472,7 +472,8 @@ class TrailWriter:
                 done += os.write(self._fd, view[done:])
         except OSError as exc:
             self._broken = f"write failed: {exc.strerror}"
-            raise TrailError(self._broken, file=self._file, rba=self._size) from None
+            where = os.lseek(self._fd, 0, os.SEEK_CUR)  # what reached the file ends here
+            raise TrailError(self._broken, file=self._file, rba=where) from None
 
     def _check(self, allow_open: bool = False) -> None:
         if self._fd is None:
