@@ -24,7 +24,12 @@ _ACTIVEMQ_WIDTHS = (13, 5, 10, 10, 10, 16)
 
 
 class IdWidthError(MsgcapError):
-    """A message id whose width differs from the previous one: capture stops (never discarded)."""
+    """A message id or seqid whose width differs from the previous one: capture stops, never
+    discarded (properties.md §9.1, §14 #19): ids are compared as strings."""
+
+    def located(self, source: str) -> IdWidthError:
+        """The same error naming the message."""
+        return IdWidthError(f"message {source}: {self}")
 
 
 def id_function(mode: str) -> IdFunction:

@@ -1,7 +1,7 @@
 """Honest status and clean failure of ``msgcap run`` (issue 11): the summary gives the durable
 position after a full disk, the error that stops a run is in its log, an open transaction is
-never waited for silently, trail gaps and foreign checkpoints stop start-up, and the
-examples do not share a checkpoint."""
+never waited for silently, trail gaps and foreign checkpoints stop start-up, a seqid width
+change stops capture even under ``discard``, and the examples do not share a checkpoint."""
 
 from __future__ import annotations
 
@@ -94,6 +94,18 @@ def test_a_gap_in_the_trail_stops_run_at_start(work) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert ("trail file dirdat/sa000000001 is missing before dirdat/sa000000002" in
             done.stderr)
+
+
+def test_a_seqid_width_change_stops_capture_even_under_discard(work) -> None:
+    d = spool(work, error_policy="discard")
+    (d / "0001.msg").write_text(work.body(1))
+    (d / "0002.msg").write_text(work.body(2).replace(",0000000002,", ",02,"))
+    (d / "0003.msg").write_text(work.body(3))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "seqids must be fixed-width, capture stops" in done.stderr
+    assert seqids(work) == ["0000000001"]
+    assert (d / "0002.msg").exists() and not (work.root / "dirrpt" / "msgcap.dsc").exists()
 
 
 def test_a_checkpoint_of_another_trail_is_refused(work) -> None:
