@@ -129,3 +129,13 @@ def test_every_example_has_its_own_extract(monkeypatch) -> None:
         monkeypatch.setenv("MQ_PASSWORD", "p")
         extracts[str(prop.relative_to(REPO))] = load_settings(str(prop)).trail.extract
     assert len(extracts) >= 5 and len(set(extracts.values())) == len(extracts), extracts
+
+
+def test_an_unusable_archive_directory_is_one_error_line(work) -> None:
+    d = spool(work, archive_dir="dirarc")
+    (work.root / "dirarc").write_text("a file, not a directory")
+    (d / "0001.msg").write_text(work.body(1))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "msgcap run: error: dirarc: cannot use the archive directory" in done.stderr
+    assert (d / "0001.msg").exists() and seqids(work) == []

@@ -61,3 +61,15 @@ def test_a_url_with_user_information_is_refused_without_showing_it() -> None:
         message = str(exc)
     assert message.startswith("p.properties:5: jms.url: ")
     assert "SECRET" not in message and "user information" in message and "***@mq" in message
+
+
+def test_msgcap_send_never_prints_the_secret_of_a_url(tmp_path, capsys) -> None:
+    from msgcap.cli import main
+
+    prop = tmp_path / "p.properties"
+    prop.write_text("parser.type=delim\ndelim.header=a\ndelim.sourcedefs=x\n"
+                    "jms.destination=q\njms.url=stomp://user:SECRET@mq:61613\n")
+    (tmp_path / "in.jsonl").write_text('{"id": "1", "body": "x"}\n')
+    assert main(["send", "--prop", str(prop), str(tmp_path / "in.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "SECRET" not in err and "stomp://***@mq:61613" in err
