@@ -7,25 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gendef.logsetup import PROJECT_LOGGERS, configure_logging
+from gendef.logsetup import configure_logging
 from props.errors import PropertyError
 from props.settings import LogSettings, Settings, TrailSettings
 
-
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    """configure_logging changes process-wide state; give other tests theirs back."""
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level,
-             {n: logging.getLogger(n).level for n in PROJECT_LOGGERS})
-    yield
-    for h in root.handlers:
-        if h not in saved[0]:
-            h.close()
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    for name, level in saved[2].items():
-        logging.getLogger(name).setLevel(level)
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 def _settings(level: str = "INFO", file: str | None = None) -> Settings:

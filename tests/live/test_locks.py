@@ -16,7 +16,6 @@ import time
 import pytest
 
 from msgcap.lock import Lock, LockedError, holder
-from msgcap.trail.reader import TrailFile, sequence_files
 
 
 def _spool_files(directory, files: int, records: int) -> int:
@@ -31,14 +30,6 @@ def _spool_files(directory, files: int, records: int) -> int:
                          f"Customer {seq},City,2024-03-01 10:15:30")
         (directory / f"{f:06d}.msg").write_text("\n".join(lines) + "\n")
     return seq
-
-
-def _seqids(work) -> list[str]:
-    out = []
-    for _, path in sequence_files(str(work.root / "dirdat" / "sa"), 9):
-        with TrailFile(path) as tf:
-            out.extend(r.seqid for r in tf.records())
-    return out
 
 
 def _wait_for(predicate, what: str, timeout: float = 120.0) -> None:
@@ -61,7 +52,7 @@ def test_two_runs_on_the_same_properties_cannot_lose_records(work) -> None:
     (_, code, _, err), other = failed[0], next(r[0] for r in results if r[1] == 0)
     assert code == 2 and "Traceback" not in err
     assert f"locked by process {other}" in err and len(err.strip().splitlines()) == 1
-    assert _seqids(work) == [f"{i:010d}" for i in range(1, total + 1)]
+    assert work.seqids() == [f"{i:010d}" for i in range(1, total + 1)]
     assert len(os.listdir(work.root / "dirspool" / ".done")) == 3000
 
 
@@ -82,7 +73,7 @@ def test_replay_and_a_second_run_are_refused_while_a_run_holds_the_trail(work) -
         again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1")
         assert again.returncode == 2 and f"SALES.lock: locked by process {proc.pid}" in (
             again.stderr)
-        assert _seqids(work) == []  # neither wrote anything
+        assert work.seqids() == []  # neither wrote anything
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -100,7 +91,7 @@ def test_locks_vanish_with_a_killed_process(work) -> None:
     assert holder(lock) is None and holder(str(work.root / "dirchk" / "SALES.lock")) is None
     (d / "0001.msg").write_text(work.body(1))
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
-    assert _seqids(work) == ["0000000001"]
+    assert work.seqids() == ["0000000001"]
 
 
 def test_batch_refuses_an_output_directory_in_use(work, tmp_path) -> None:

@@ -7,30 +7,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 from msgcap.sources.spool import SpoolSource
-from msgcap.trail.reader import TrailFile, sequence_files
 
 FORGED = "0002\n2026-11-23 10:00:00.000Z ERROR   msgcap.run: FORGED LINE\x1b[31m.msg"
 
 
-def spool(work, **extra) -> Path:
-    (work.root / "dirspool").mkdir(exist_ok=True)
-    work.properties(jms_url="dir:dirspool", **extra)
-    return work.root / "dirspool"
-
-
-def seqids(work) -> list[str]:
-    out = []
-    for _, path in sequence_files(str(work.root / "dirdat" / "sa"), 9):
-        with TrailFile(path) as tf:
-            out.extend(r.seqid for r in tf.records())
-    return out
-
-
 def test_links_and_special_files_are_never_read(work, tmp_path) -> None:
-    d = spool(work, error_policy="discard")
+    d = work.spool(error_policy="discard")
     outside = tmp_path / "outside.msg"
     outside.write_text(work.body(7))  # a valid message, but not ours to read
     (d / "0001.msg").write_text(work.body(1))
@@ -40,7 +24,7 @@ def test_links_and_special_files_are_never_read(work, tmp_path) -> None:
     os.mkfifo(d / "0005.fifo")  # would block a plain open() forever
     (d / "0006.msg").write_text(work.body(6))
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5", check=True)
-    assert seqids(work) == ["0000000001", "0000000006"]
+    assert work.seqids() == ["0000000001", "0000000006"]
     assert not (work.root / "dirrpt" / "msgcap.dsc").exists()  # nothing read, nothing discarded
     assert sorted(p.name for p in (d / ".done").iterdir()) == ["0001.msg", "0006.msg"]
     left = sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
@@ -66,13 +50,13 @@ def test_done_and_error_must_be_real_directories(tmp_path) -> None:
 
 
 def test_names_ids_and_values_cannot_forge_or_flood_the_log(work) -> None:
-    d = spool(work, error_policy="discard", error_file="dirrpt/SALES.dsc")
+    d = work.spool(error_policy="discard", error_file="dirrpt/SALES.dsc")
     (d / "0001.msg").write_text(work.body(1))
     huge = "9" * 5_000_000  # one value of 5 MB that is not a valid customer id
     (d / FORGED).write_text(work.body(2).replace(",2,Customer", f",x{huge},Customer"))
     (d / "0003.msg").write_text(work.body(3))
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5", check=True)
-    assert seqids(work) == ["0000000001", "0000000003"]
+    assert work.seqids() == ["0000000001", "0000000003"]
     log = (work.root / "dirrpt" / "SALES.log").read_text()
     for text in (done.stderr, log):
         assert "\x1b" not in text and "FORGED LINE" in text
@@ -87,7 +71,7 @@ def test_names_ids_and_values_cannot_forge_or_flood_the_log(work) -> None:
 
 
 def test_a_forged_id_header_stays_on_its_line(work) -> None:
-    d = spool(work, jms_id="SEQNO")
+    d = work.spool(jms_id="SEQNO")
     for name, seq in (("a.msg.json", "0000000001"),
                       ("b.msg.json", "000000002\n2026-11-23 ERROR msgcap.run: FORGED\x1b[0m")):
         (d / name).write_text(json.dumps({"id": name, "headers": {"SEQNO": seq},
@@ -99,12 +83,12 @@ def test_a_forged_id_header_stays_on_its_line(work) -> None:
 
 
 def test_a_malformed_msg_json_is_discarded_and_capture_goes_on(work) -> None:
-    d = spool(work, error_policy="discard", error_file="dirrpt/SALES.dsc")
+    d = work.spool(error_policy="discard", error_file="dirrpt/SALES.dsc")
     (d / "0001.msg").write_text(work.body(1))
     (d / "0002.msg.json").write_text('{"id": "x", "body": ')  # cut while written
     (d / "0003.msg").write_text(work.body(3))
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5", check=True)
-    assert "discarded 1" in done.stdout and seqids(work) == ["0000000001", "0000000003"]
+    assert "discarded 1" in done.stdout and work.seqids() == ["0000000001", "0000000003"]
     assert [p.name for p in (d / ".error").iterdir()] == ["0002.msg.json"]
     (record,) = [json.loads(x) for x in (work.root / "dirrpt" / "SALES.dsc").read_text()
                  .splitlines()]
@@ -114,11 +98,11 @@ def test_a_malformed_msg_json_is_discarded_and_capture_goes_on(work) -> None:
     # and a restart is not blocked by it any more
     (d / "0004.msg").write_text(work.body(4))
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5", check=True)
-    assert seqids(work)[-1] == "0000000004"
+    assert work.seqids()[-1] == "0000000004"
 
 
 def test_a_malformed_msg_json_under_abend_stops_and_stays(work) -> None:
-    d = spool(work)
+    d = work.spool()
     (d / "0001.msg.json").write_text("not json")
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5")
     assert done.returncode == 2 and "not a JSON message" in done.stderr
@@ -126,14 +110,14 @@ def test_a_malformed_msg_json_under_abend_stops_and_stays(work) -> None:
 
 
 def test_minimum_age_holds_back_young_files_and_those_after_them(work) -> None:
-    d = spool(work, jms_spool_minage="1hr")
+    d = work.spool(jms_spool_minage="1hr")
     old = time.time() - 7200
     for seq in (1, 2, 3):
         (d / f"{seq:04d}.msg").write_text(work.body(seq))
     os.utime(d / "0001.msg", (old, old))
     os.utime(d / "0003.msg", (old, old))  # ready, but after the young 0002.msg in name order
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5", check=True)
-    assert seqids(work) == ["0000000001"]
+    assert work.seqids() == ["0000000001"]
     os.utime(d / "0002.msg", (old, old))  # the producer is done with it
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1.5", check=True)
-    assert seqids(work) == ["0000000001", "0000000002", "0000000003"]
+    assert work.seqids() == ["0000000001", "0000000002", "0000000003"]

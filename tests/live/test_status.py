@@ -13,24 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from msgcap.trail.reader import TrailFile, sequence_files
 from props.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def spool(work, **extra) -> Path:
-    (work.root / "dirspool").mkdir(exist_ok=True)
-    work.properties(jms_url="dir:dirspool", **extra)
-    return work.root / "dirspool"
-
-
-def seqids(work) -> list[str]:
-    out = []
-    for _, path in sequence_files(str(work.root / "dirdat" / "sa"), 9):
-        with TrailFile(path) as tf:
-            out.extend(r.seqid for r in tf.records())
-    return out
 
 
 def _limited(limit: int):
@@ -38,7 +23,7 @@ def _limited(limit: int):
 
 
 def test_after_a_full_disk_the_summary_gives_the_durable_position(work) -> None:
-    d = spool(work)
+    d = work.spool()
     for seq in range(1, 3001):
         (d / f"{seq:06d}.msg").write_text(work.body(seq))
     limit = 256 * 1024  # the trail file cannot grow past this: as on a full disk
@@ -62,11 +47,11 @@ def test_after_a_full_disk_the_summary_gives_the_durable_position(work) -> None:
     assert "ERROR   msgcap.run: stopped by an error: dirdat/sa000000000: RBA 262144" in log
     # the next run (disk space back) completes the trail: nothing lost, nothing twice
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
-    assert seqids(work) == [f"{i:010d}" for i in range(1, 3001)]
+    assert work.seqids() == [f"{i:010d}" for i in range(1, 3001)]
 
 
 def test_max_idle_inside_a_transaction_says_what_it_waits_for(work) -> None:
-    d = spool(work)
+    d = work.spool()
     (d / "0001.msg").write_text(work.body(1, "B"))
     proc = work.start("run", "--prop", str(work.prop), "--max-idle", "1")
     out = work.root / "run.out"
@@ -78,11 +63,11 @@ def test_max_idle_inside_a_transaction_says_what_it_waits_for(work) -> None:
         out.read_text())
     (d / "0002.msg").write_text(work.body(2, "E"))
     assert proc.wait(timeout=120) == 0
-    assert seqids(work) == ["0000000001", "0000000002"]
+    assert work.seqids() == ["0000000001", "0000000002"]
 
 
 def test_a_gap_in_the_trail_stops_run_at_start(work) -> None:
-    d = spool(work, trail_megabytes=1)
+    d = work.spool(trail_megabytes=1)
     for seq in range(1, 4):
         (d / f"{seq:04d}.msg").write_text(work.body(seq))
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
@@ -97,19 +82,19 @@ def test_a_gap_in_the_trail_stops_run_at_start(work) -> None:
 
 
 def test_a_seqid_width_change_stops_capture_even_under_discard(work) -> None:
-    d = spool(work, error_policy="discard")
+    d = work.spool(error_policy="discard")
     (d / "0001.msg").write_text(work.body(1))
     (d / "0002.msg").write_text(work.body(2).replace(",0000000002,", ",02,"))
     (d / "0003.msg").write_text(work.body(3))
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "seqids must be fixed-width, capture stops" in done.stderr
-    assert seqids(work) == ["0000000001"]
+    assert work.seqids() == ["0000000001"]
     assert (d / "0002.msg").exists() and not (work.root / "dirrpt" / "msgcap.dsc").exists()
 
 
 def test_a_checkpoint_of_another_trail_is_refused(work) -> None:
-    d = spool(work)
+    d = work.spool()
     (d / "0001.msg").write_text(work.body(1))
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
     text = work.prop.read_text().replace("trail.path=dirdat/sa", "trail.path=dirdat/sb")
@@ -132,10 +117,10 @@ def test_every_example_has_its_own_extract(monkeypatch) -> None:
 
 
 def test_an_unusable_archive_directory_is_one_error_line(work) -> None:
-    d = spool(work, archive_dir="dirarc")
+    d = work.spool(archive_dir="dirarc")
     (work.root / "dirarc").write_text("a file, not a directory")
     (d / "0001.msg").write_text(work.body(1))
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "msgcap run: error: dirarc: cannot use the archive directory" in done.stderr
-    assert (d / "0001.msg").exists() and seqids(work) == []
+    assert (d / "0001.msg").exists() and work.seqids() == []

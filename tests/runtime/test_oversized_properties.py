@@ -9,13 +9,11 @@ and ``msgcap run`` for the keys only it uses (source, checkpoint, locks, log, ar
 
 from __future__ import annotations
 
-import logging
 import shutil
 from pathlib import Path
 
 import pytest
 
-from gendef.logsetup import PROJECT_LOGGERS
 from msgcap.cli import main
 from props.loader import GLOBAL_KEYS, RULE_ATTRS, SECTION_KEYS
 from props.settings import load_settings
@@ -86,19 +84,7 @@ def _keys(settings_text: str, parser: str, rules: dict[str, str]) -> list[str]:
     return sorted(k for k in keys if k)
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level,
-             {n: logging.getLogger(n).level for n in PROJECT_LOGGERS})
-    yield
-    for h in root.handlers:
-        if h not in saved[0]:
-            h.close()
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    for name, level in saved[2].items():
-        logging.getLogger(name).setLevel(level)
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 @pytest.mark.parametrize(("example", "prop", "dump"), EXAMPLES,
