@@ -169,8 +169,8 @@ class Capture:
                     last_message = clock()  # the outage is not idleness
                     continue
                 except Unreadable as bad:
-                    last_message = clock()
                     self._one(bad.message, unreadable=bad.error)
+                    last_message = clock()
                     continue
                 if message is None:
                     self._flush()
@@ -179,11 +179,11 @@ class Capture:
                     if self.reporter is not None:
                         self.reporter.tick()
                     continue
-                last_message = clock()
                 waiting_said = None
+                self._one(message)
+                last_message = clock()  # idle time starts once the message is processed
                 if self._stopping:
                     stop_deadline = last_message + self.stop_grace
-                self._one(message)
                 if self.reporter is not None:
                     self.reporter.tick()
             self._drop_open()

@@ -13,7 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+from msgcap.pipeline import Pipeline
 from props.settings import load_settings
+from tests.live.test_long_transactions import (  # noqa: F401 - home: fixture
+    Run,
+    ScriptedSource,
+    home,
+    whole,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -124,3 +131,24 @@ def test_an_unusable_archive_directory_is_one_error_line(work) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "msgcap run: error: dirarc: cannot use the archive directory" in done.stderr
     assert (d / "0001.msg").exists() and work.seqids() == []
+
+
+def test_max_idle_counts_from_the_end_of_processing(home, monkeypatch) -> None:  # noqa: F811
+    """A message that takes longer to process than --max-idle does not end the run."""
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    process = Pipeline.process
+
+    def slow(self, message):
+        now[0] += 1.0  # each message takes a (fake) second, 20 times --max-idle
+        return process(self, message)
+
+    monkeypatch.setattr(Pipeline, "process", slow)
+    run = Run(home, ScriptedSource(whole(home, *range(1, 6))), stream_at=None)
+    run.capture._clock = clock
+    run()
+    assert home.seqids() == [f"{i:010d}" for i in range(1, 6)]
