@@ -15,6 +15,7 @@ from pathlib import Path
 
 from props.errors import PropertyError
 from props.settings import Settings
+from props.text import printable_line
 
 PROJECT_LOGGERS = ("props", "gendef", "parsers", "msgcap")
 
@@ -28,9 +29,21 @@ LEVELS = {
 }
 
 _MARK = "_msgcap_handler"  # attribute on the handlers this module installs
+# ``extra`` of a record for the log file only: the CLI prints the error that stops a command on
+# stderr itself, so that line is not written to stderr twice.
+FILE_ONLY = {"file_only": True}
 
 
-class _UtcFormatter(logging.Formatter):
+class _PrintableFormatter(logging.Formatter):
+    """Every log line escaped and bounded: messages quote ids, file names and values from
+    outside, which must not forge lines or flood the log (``props.text``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable_line(record.message)
+        return super().formatMessage(record)
+
+
+class _UtcFormatter(_PrintableFormatter):
     converter = time.gmtime
     default_msec_format = "%s.%03dZ"
 
@@ -44,7 +57,8 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
         handler.close()
 
     stderr = logging.StreamHandler(sys.stderr)
-    stderr.setFormatter(logging.Formatter(f"{command}: %(levelname)s: %(message)s"))
+    stderr.setFormatter(_PrintableFormatter(f"{command}: %(levelname)s: %(message)s"))
+    stderr.addFilter(lambda record: not getattr(record, "file_only", False))
     handlers: list[logging.Handler] = [stderr]
     if log_to_file and settings is not None:
         stderr.setLevel(logging.WARNING)

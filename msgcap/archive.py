@@ -55,10 +55,14 @@ class Archive:
 
     def _next_file(self, day: str) -> None:
         self._close_file()
-        os.makedirs(self.directory, exist_ok=True)
         pattern = re.compile(rf"{re.escape(self.extract)}-{day}-(\d{{6}})\.jsonl\Z")
-        numbers = [int(m.group(1)) for n in os.listdir(self.directory)
-                   if (m := pattern.match(n))]
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            numbers = [int(m.group(1)) for n in os.listdir(self.directory)
+                       if (m := pattern.match(n))]
+        except OSError as exc:
+            raise SourceError(f"cannot use the archive directory: {exc.strerror}",
+                              url=self.directory) from None
         self.path = os.path.join(self.directory,
                                  f"{self.extract}-{day}-{max(numbers, default=-1) + 1:06d}.jsonl")
         try:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gendef.model import Table
+from msgcap.msgid import IdWidthError
 from msgcap.trail.records import (
     IOTYPE_DELETE,
     IOTYPE_FIELDCOMP,
@@ -49,6 +50,7 @@ from parsers.model import (
     Op,
 )
 from props.errors import MessageError
+from props.text import quoted
 
 _TXIND_NAMES = {TX_BEGIN: "begin", TX_MIDDLE: "middle", TX_END: "end", TX_WHOLE: "whole"}
 _OP_NAMES = {INSERT: "insert", UPDATE: "update", DELETE: "delete", TRUNCATE: "truncate"}
@@ -289,7 +291,7 @@ class Assembler:
         mark = self._open.mark() if self._open is not None else None
         try:
             return self._add(message, ops)
-        except MessageError as exc:
+        except (MessageError, IdWidthError) as exc:
             self._seq, self._txid, self._last, self._open = saved
             if self._open is not None and mark is not None:
                 self._open.rollback(mark)
@@ -330,7 +332,7 @@ class Assembler:
             else:
                 records = self.records(op, seqid)
             tx = TrailTransaction(txid, records, op.txname, op.txowner)
-        except MessageError as exc:
+        except (MessageError, IdWidthError) as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
@@ -569,9 +571,9 @@ def _is_written(op: Op, mark: tuple[str, int] | None) -> bool:
         return False
     s, k = mark
     if len(seqid) != len(s):
-        raise MessageError(
-            f"seqid {seqid!r} has {len(seqid)} characters, the previous one {s!r} "
-            f"{len(s)}: seqids must be fixed-width", position=_where(op, "seqid"))
+        raise IdWidthError(
+            f"{_where(op, 'seqid')}: seqid {quoted(seqid)} has {len(seqid)} characters, the "
+            f"previous one {quoted(s)} {len(s)}: seqids must be fixed-width, capture stops")
     return seqid < s or (seqid == s and op.ordinal <= k)
 
 

@@ -17,7 +17,10 @@ This loop adds what only a live source needs:
   unacknowledged. ``discard`` is the pipeline's, the loop only acknowledges after durability.
 * **Stop**: ``stop()`` (SIGTERM/SIGINT) lets an open transaction finish (up to ``stop_grace``
   seconds without a message), then flushes and returns; ``max_idle`` ends a run that has seen no
-  message for that long (demos, tests).
+  message for that long (demos, tests) — but never inside a transaction: then it says, every
+  ``WAIT_REPORT_SECONDS``, which transaction it is waiting for.
+* **Status**: after each durable group the pipeline's statistics learn the durable position
+  (``Pipeline.mark_durable``); reports and the summary show it beside what was merely written.
 
 **Long transactions** (txind spanning many messages): a broker stops delivering at its prefetch
 limit, and the messages of an open transaction cannot be acknowledged before the transaction is
@@ -51,15 +54,16 @@ from msgcap.checkpoint import Checkpoint, CheckpointFile
 from msgcap.dumps import entry_line, message_from_entry
 from msgcap.pipeline import Pipeline
 from msgcap.report import Reporter
-from msgcap.sources.base import Redelivery, Source
+from msgcap.sources.base import Redelivery, Source, Unreadable
 from parsers.model import Message
-from props.errors import MsgcapError
+from props.errors import MessageError, MsgcapError
 
 log = logging.getLogger("msgcap.capture")
 
 GROUP_TRANSACTIONS = 1000
 GROUP_SECONDS = 0.2
 POLL_SECONDS = 0.5
+WAIT_REPORT_SECONDS = 60.0  # while idle inside a transaction, say so this often
 SPILL_AT = 1000
 STREAM_AT = 1000  # records of an open transaction held in memory before a part is written
 
@@ -125,6 +129,7 @@ class Capture:
         pipeline, source, clock = self.pipeline, self.source, self._clock
         last_message = clock()
         stop_deadline: float | None = None
+        waiting_said: float | None = None  # when "waiting for transaction" was last logged
         self.capturing = True
         try:
             while True:
@@ -137,21 +142,35 @@ class Capture:
                             log.info("stopping after transaction begun in %s ends", open_tx)
                     if open_tx is None or self._stop_now or now >= stop_deadline:
                         break
-                elif (self.max_idle is not None and open_tx is None
-                      and now - last_message >= self.max_idle):
-                    log.info("no message for %.1f s: stopping", self.max_idle)
-                    break
+                elif self.max_idle is not None and now - last_message >= self.max_idle:
+                    if open_tx is None:
+                        log.info("no message for %.1f s: stopping", self.max_idle)
+                        break
+                    if waiting_said is None or now - waiting_said >= WAIT_REPORT_SECONDS:
+                        waiting_said = now
+                        log.warning("no message for %.1f s, but the transaction begun in %s "
+                                    "is open: waiting for its end before stopping",
+                                    now - last_message, open_tx)
+                elif (open_tx is not None and now - last_message >= WAIT_REPORT_SECONDS
+                      and (waiting_said is None or now - waiting_said >= WAIT_REPORT_SECONDS)):
+                    waiting_said = now
+                    log.info("no message for %.0f s; waiting for the end of the transaction "
+                             "begun in %s", now - last_message, open_tx)
                 if self._group_first is not None:
                     timeout = max(0.0, self._group_first + GROUP_SECONDS - now)
                 else:
                     timeout = POLL_SECONDS
-                    if self.max_idle is not None:
+                    if self.max_idle is not None and open_tx is None:
                         timeout = min(timeout, max(0.0, last_message + self.max_idle - now))
                 try:
                     message = source.receive(timeout)
                 except Redelivery as event:
                     self._redelivery(str(event))
                     last_message = clock()  # the outage is not idleness
+                    continue
+                except Unreadable as bad:
+                    self._one(bad.message, unreadable=bad.error)
+                    last_message = clock()
                     continue
                 if message is None:
                     self._flush()
@@ -160,10 +179,11 @@ class Capture:
                     if self.reporter is not None:
                         self.reporter.tick()
                     continue
-                last_message = clock()
+                waiting_said = None
+                self._one(message)
+                last_message = clock()  # idle time starts once the message is processed
                 if self._stopping:
                     stop_deadline = last_message + self.stop_grace
-                self._one(message)
                 if self.reporter is not None:
                     self.reporter.tick()
             self._drop_open()
@@ -175,7 +195,9 @@ class Capture:
         finally:
             self.capturing = False
 
-    def _one(self, message: Message) -> None:
+    def _one(self, message: Message, *, unreadable: MessageError | None = None) -> None:
+        """One message through the pipeline (``unreadable``: the source could not read it,
+        only the error policy applies), then group commit."""
         if message.id in self._journaled:
             # journaled and acknowledged, but the ack did not reach the broker before a crash
             # or a lost connection: the journal copy is the one in the open transaction
@@ -186,7 +208,10 @@ class Capture:
         if self.archive is not None:
             self.archive.append(message)
         raw_id = message.id
-        result = self.pipeline.process(message)  # a MessageError here is error.policy=abend
+        if unreadable is not None:
+            result = self.pipeline.refuse(message, unreadable)
+        else:  # a MessageError from here on is error.policy=abend
+            result = self.pipeline.process(message)
         released = False
         for done, position in result.written:
             self._done.extend(done.messages)
@@ -263,7 +288,8 @@ class Capture:
                 file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
                 last_ordinal=writer.last_audit_pos, last_txid=writer.last_txid,
                 last_message_id=self.pipeline.ids.last, txnum=writer.txnum,
-                messages=self.pipeline.stats.messages))
+                messages=self.pipeline.stats.messages, trail=writer.path))
+        self.pipeline.mark_durable(pos)
         done, discarded = self._done, self._discarded
         self._done, self._discarded = [], []
         self._group_txs, self._group_first = 0, None

@@ -1,9 +1,11 @@
 """``<checkpoint.dir>/<trail.extract>.cpj`` (properties.md §10.2): where the last durable group ends.
 
 The trail is the source of truth; the checkpoint is written atomically (temporary file, fsync,
-rename) after every durable group and serves two purposes on start: the
-trail writer refuses a trail that ends before the checkpointed durable position (damage, never
-truncated), and the last message id fixes the id width and the floor of ``time`` ids.
+rename) after every durable group and serves three purposes on start: recovery reads the trail
+only from the checkpointed durable position on (restart time does not grow with the trail), the
+trail writer refuses a trail that ends before it (damage, never truncated), and the last message
+id fixes the id width and the floor of ``time`` ids. It names its trail (``trail.path``): two
+configurations sharing one ``trail.extract`` would otherwise take each other's checkpoint.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 
 from msgcap.trail.records import Position
+from msgcap.trail.writer import Recovery
 from props.errors import TrailError
 
 
@@ -31,10 +34,25 @@ class Checkpoint:
     txnum: int = 0
     messages: int = 0
     time: str = ""
+    trail: str = ""  # trail.path of the trail it describes ("" in checkpoints of older versions)
 
     @property
     def position(self) -> Position:
         return Position(self.seqno, self.rba, self.file)
+
+    @property
+    def recovery(self) -> Recovery:
+        """The durable position with what the trail holds there, for ``TrailWriter.open``."""
+        return Recovery(self.last_seqid, self.last_ordinal, self.last_txid, self.txnum,
+                        self.seqno, self.rba, self.file)
+
+
+_OPTIONAL_TEXT = (str, type(None))
+_KINDS: dict[str, tuple[type, ...]] = {
+    "file": (str,), "seqno": (int,), "rba": (int,), "last_seqid": _OPTIONAL_TEXT,
+    "last_ordinal": (int, type(None)), "last_txid": _OPTIONAL_TEXT,
+    "last_message_id": _OPTIONAL_TEXT, "txnum": (int,), "messages": (int,), "time": (str,),
+    "trail": (str,)}
 
 
 class CheckpointFile:
@@ -44,8 +62,9 @@ class CheckpointFile:
         self.directory = directory
         self.path = os.path.join(directory, f"{extract}.cpj")
 
-    def load(self) -> Checkpoint | None:
-        """The stored checkpoint, None when there is none yet."""
+    def load(self, trail: str | None = None) -> Checkpoint | None:
+        """The stored checkpoint, None when there is none yet; with ``trail``, a checkpoint of
+        another trail is an error."""
         try:
             with open(self.path, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -53,11 +72,23 @@ class CheckpointFile:
             return None
         except (OSError, ValueError) as exc:
             raise TrailError(f"unreadable checkpoint: {exc}", file=self.path) from None
+        if not isinstance(data, dict):
+            raise TrailError("bad checkpoint: not a JSON object", file=self.path)
         known = {f.name for f in fields(Checkpoint)}
         try:
-            return Checkpoint(**{k: v for k, v in data.items() if k in known})
+            cp = Checkpoint(**{k: v for k, v in data.items() if k in known})
         except TypeError as exc:
             raise TrailError(f"bad checkpoint: {exc}", file=self.path) from None
+        for name, kinds in _KINDS.items():
+            if not isinstance(getattr(cp, name), kinds) or isinstance(getattr(cp, name), bool):
+                raise TrailError(f"bad checkpoint: {name} is {getattr(cp, name)!r}",
+                                 file=self.path)
+        if trail is not None and cp.trail and os.path.normpath(cp.trail) != os.path.normpath(
+                trail):
+            raise TrailError(f"this checkpoint belongs to trail {cp.trail}, not to trail.path="
+                             f"{trail}: give each configuration its own trail.extract (or "
+                             "checkpoint.dir)", file=self.path)
+        return cp
 
     def save(self, cp: Checkpoint) -> None:
         """Replace the checkpoint atomically and durably."""

@@ -200,7 +200,7 @@ def read_whole_file(path: str) -> Message:
     """One file, one message: id = file name, body = the bytes (text when valid UTF-8)."""
     with _open(path, "rb") as fh:
         data = fh.read()
-    return Message(os.path.basename(path), {}, _body(data), None, path)
+    return Message(os.path.basename(path), {}, text_or_bytes(data), None, path)
 
 
 def message_from_entry(obj: Any, where: str) -> Message:
@@ -270,7 +270,8 @@ def write_jsonl(path: str, messages: Iterable[Message]) -> int:
     return count
 
 
-def _body(data: bytes) -> str | bytes:
+def text_or_bytes(data: bytes) -> str | bytes:
+    """A body as §13 reads it: text when the bytes are valid UTF-8, else the bytes."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from parsers.model import Message
 from props.errors import MessageError, MsgcapError, PropertyError
 from props.expr import JMS_HEADERS
+from props.text import quoted, shown
 
 IdFunction = Callable[[Message], str]
 
@@ -23,7 +24,12 @@ _ACTIVEMQ_WIDTHS = (13, 5, 10, 10, 10, 16)
 
 
 class IdWidthError(MsgcapError):
-    """A message id whose width differs from the previous one: capture stops (never discarded)."""
+    """A message id or seqid whose width differs from the previous one: capture stops, never
+    discarded (properties.md §9.1, §14 #19): ids are compared as strings."""
+
+    def located(self, source: str) -> IdWidthError:
+        """The same error naming the message."""
+        return IdWidthError(f"message {source}: {self}")
 
 
 def id_function(mode: str) -> IdFunction:
@@ -88,7 +94,7 @@ def _callable_id(spec: str) -> IdFunction:
         except Exception as exc:  # noqa: BLE001 - user code: its failure is the message's error
             raise MessageError(f"{spec} failed: {exc!r}", source=message.name) from None
         if not isinstance(value, str) or not value:
-            raise MessageError(f"{spec} returned {value!r}, not a non-empty string",
+            raise MessageError(f"{spec} returned {shown(repr(value))}, not a non-empty string",
                                source=message.name)
         return value
     return from_callable
@@ -110,12 +116,12 @@ def activemq_digits(raw: str) -> str:
     negative or non-numeric part is an error.
     """
     if not raw.startswith("ID:"):
-        raise ValueError(f"{raw!r} is not an ActiveMQ message id")
+        raise ValueError(f"{quoted(raw)} is not an ActiveMQ message id")
     head, *colon = raw[3:].split(":")
     # -1 is what ActiveMQ gives the session (and producer) of a STOMP client: read as 0
     colon = ["0" if p == "-1" else p for p in colon]
     if len(colon) > 4 or not all(p.isdigit() for p in colon):
-        raise ValueError(f"{raw!r}: expected :conn:session:producer:seq numbers")
+        raise ValueError(f"{quoted(raw)}: expected :conn:session:producer:seq numbers")
     dashed = head.split("-")
     # host-port-start-instance: host may contain '-', so take numbers from the right.
     tail: list[str] = []
@@ -130,7 +136,7 @@ def activemq_digits(raw: str) -> str:
     for value, width in zip(numbers, _ACTIVEMQ_WIDTHS, strict=True):
         digits = value.lstrip("0") or "0"
         if len(digits) > width:
-            raise ValueError(f"{raw!r}: part {value} does not fit in {width} digits")
+            raise ValueError(f"{quoted(raw)}: part {value} does not fit in {width} digits")
         out.append(digits.zfill(width))
     return "".join(out)
 
@@ -183,6 +189,6 @@ class MessageIds:
         if self._width is not None:
             raise IdWidthError(
                 f"message {message.name}: id width changed from {self._width} to {len(ident)} "
-                f"(previous id {self._last!r}, new id {ident!r}); jms.id ids must be "
+                f"(previous id {quoted(self._last)}, new id {quoted(ident)}); jms.id ids must be "
                 "fixed-width")
         self._width = len(ident)

@@ -43,6 +43,9 @@ class Stats:
     """Counters since start; ``copy()`` + ``since(earlier)`` give the interval of a report.
 
     ``body_size`` counts characters of text bodies and bytes of byte bodies (throughput figures).
+    ``transactions`` and ``last_position`` count what was written; ``durable_*`` what was
+    fsynced (and checkpointed) as well, which is all a crash or a full disk leaves: summaries
+    and reports show both.
     """
 
     messages: int = 0
@@ -55,6 +58,8 @@ class Stats:
     trail_files: list[str] = field(default_factory=list)
     last_position: Position | None = None
     last_commit_us: int | None = None
+    durable_transactions: int = 0
+    durable_position: Position | None = None
 
     @property
     def total_operations(self) -> int:
@@ -63,7 +68,8 @@ class Stats:
     def copy(self) -> Stats:
         return Stats(self.messages, self.duplicates, self.discarded, self.transactions,
                      self.skipped_transactions, dict(self.operations), self.body_size,
-                     list(self.trail_files), self.last_position, self.last_commit_us)
+                     list(self.trail_files), self.last_position, self.last_commit_us,
+                     self.durable_transactions, self.durable_position)
 
     def since(self, earlier: Stats) -> Stats:
         """The counts of the interval after ``earlier`` (positions are this one's)."""
@@ -74,7 +80,8 @@ class Stats:
                      self.skipped_transactions - earlier.skipped_transactions,
                      {k: v for k, v in ops.items() if v}, self.body_size - earlier.body_size,
                      [f for f in self.trail_files if f not in earlier.trail_files],
-                     self.last_position, self.last_commit_us)
+                     self.last_position, self.last_commit_us, self.durable_transactions,
+                     self.durable_position)
 
     def summary(self) -> str:
         """The multi-line summary replay prints and reports reuse."""
@@ -93,7 +100,25 @@ class Stats:
             lines.append("trail files: " + " ".join(self.trail_files))
         else:
             lines.append("trail files: none written")
+        if self.durable_position is not None:
+            lines.append(self.trail_status())
         return "\n".join(lines)
+
+    def trail_status(self) -> str:
+        """Where the trail is durable and, when more was written, where it was written to."""
+        line = (f"trail durable: {_at(self.durable_position)} "
+                f"({self.durable_transactions} transactions)")
+        written = self.last_position
+        if self.transactions != self.durable_transactions or (
+                written is not None and written != self.durable_position):
+            pending = self.transactions - self.durable_transactions
+            line += (f"; written: {_at(written)} ({pending} more transactions, not durable: "
+                     "their messages were not acknowledged)")
+        return line
+
+
+def _at(position: Position | None) -> str:
+    return f"{position.file or position.seqno} RBA {position.rba}" if position else "none"
 
 
 @dataclass(slots=True)
@@ -242,6 +267,13 @@ class Pipeline:
         self._count(done, position)
         return Processed([(done, position)], False, False, None)
 
+    def refuse(self, message: Message, error: MessageError) -> Processed:
+        """A message its source could not read (a malformed spool file): counted, then handled
+        by the error policy like a message the parser refuses."""
+        self.stats.messages += 1
+        self.stats.body_size += len(message.body)
+        return self._reject(message, error, message.id)
+
     def _write(self, message: Message, raw_id: str, outcome: Outcome) -> Processed:
         """Write the transactions a message completed (the general case of ``process``)."""
         stats = self.stats
@@ -270,6 +302,11 @@ class Pipeline:
     def finish(self) -> None:
         """End of a finite input (replay, batch): an open transaction is an error."""
         self.assembler.finish()
+
+    def mark_durable(self, position: Position) -> None:
+        """Everything written so far is durable at ``position`` (the caller fsynced it)."""
+        self.stats.durable_position = position
+        self.stats.durable_transactions = self.stats.transactions
 
     def _count(self, done: Assembled, position: Position) -> None:
         stats = self.stats
@@ -322,8 +359,11 @@ def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
     assembler = Assembler(ImageRules.from_settings(settings), Restart.from_recovery(recovery))
     discard = (DiscardFile(settings.error.file, sync=discard_sync)
                if settings.error.policy == "discard" else None)
-    return Pipeline(parser, assembler, writer, ids, policy=settings.error.policy,
-                    discard=discard)
+    pipeline = Pipeline(parser, assembler, writer, ids, policy=settings.error.policy,
+                        discard=discard)
+    if recovery is not None:  # what the trail held at start is durable
+        pipeline.stats.durable_position = recovery.position
+    return pipeline
 
 
 def write_trail_defs(settings: Any, definitions: Any) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import sys
 import threading
 import time
@@ -73,9 +74,8 @@ class Reporter:
         if self.reports:  # the first report (or a summary without reports) would repeat it
             lines.append(f"since last ({span:.0f} s): " + _counts(interval, span))
         lines += [f"  {table}  {parts}" for table, parts in _tables(stats)]
-        pos = stats.last_position
-        lines.append("trail: " + (f"{pos.file or pos.seqno} RBA {pos.rba}" if pos else "none")
-                     + ("  lag: " + (f"{lag:.3f} s" if lag is not None else "n/a")))
+        lines.append(stats.trail_status())
+        lines.append("lag: " + (f"{lag:.3f} s" if lag is not None else "n/a"))
         self._last, self._last_time = stats.copy(), now
         self.reports += 1
         return "\n".join(lines)
@@ -136,6 +136,16 @@ def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
            [("", pos.seqno if pos else 0)])
     metric("msgcap_trail_rba", "gauge", "Byte offset after the last transaction written.",
            [("", pos.rba if pos else 0)])
+    metric("msgcap_durable_transactions_total", "counter",
+           "Transactions written and made durable (fsynced and checkpointed).",
+           [("", stats.durable_transactions)])
+    durable = stats.durable_position
+    metric("msgcap_trail_durable_seqno", "gauge",
+           "Sequence number of the trail file of the durable position.",
+           [("", durable.seqno if durable else 0)])
+    metric("msgcap_trail_durable_rba", "gauge",
+           "Byte offset where the durable part of the trail ends.",
+           [("", durable.rba if durable else 0)])
     last = stats.last_commit_us
     metric("msgcap_last_commit_timestamp_seconds", "gauge",
            "Commit timestamp of the last transaction written.",
@@ -148,10 +158,28 @@ def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
     return "\n".join(out) + "\n"
 
 
+class _Server(ThreadingHTTPServer):
+    """The endpoint's server: a client that goes away is its own business, not a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):  # BrokenPipe, reset, …
+            log.debug("http: client %s went away: %s", client_address, exc)
+        else:
+            log.warning("http: request from %s failed: %r", client_address, exc)
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 class HttpReport:
     """``report.http``: ``GET /health`` and ``GET /metrics`` on a daemon thread.
 
     ``state()`` returns ``(capturing, connected, trail_bytes)``; the server never blocks capture.
+    ``address`` is (host, port); an IPv6 literal host (``::1``) listens on IPv6.
     """
 
     def __init__(self, address: tuple[str, int], stats: Stats,
@@ -166,13 +194,14 @@ class HttpReport:
                 log.debug("http: " + fmt, *args)
 
         self.stats, self.state = stats, state
+        server = _Server6 if ":" in address[0] else _Server
         try:
-            self.server = ThreadingHTTPServer(address, Handler)
-        except OSError as exc:
+            self.server = server(address, Handler)
+        except (OSError, UnicodeError) as exc:
             from props.errors import PropertyError
-            raise PropertyError(f"cannot listen on {address[0]}:{address[1]}: {exc.strerror}",
+            raise PropertyError(f"cannot listen on {address_text(address)}: "
+                                f"{getattr(exc, 'strerror', None) or exc}",
                                 prop="report.http") from None
-        self.server.daemon_threads = True
         self.address = self.server.server_address
         self._thread = threading.Thread(target=self.server.serve_forever, name="report-http",
                                         daemon=True)
@@ -201,6 +230,16 @@ class HttpReport:
         req.end_headers()
         req.wfile.write(body)
 
+    @property
+    def url(self) -> str:
+        return f"http://{address_text(self.address)}/"
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def address_text(address: tuple[Any, ...]) -> str:
+    """``host:port``, an IPv6 host in brackets (``[::1]:9464``)."""
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

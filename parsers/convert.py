@@ -27,6 +27,7 @@ from gendef.model import (
 )
 from parsers.timefmt import TimeFormat, compile_format
 from props.errors import DefinitionError, MessageError
+from props.text import quoted
 
 Converter = Callable[[str], Any]
 RowConverter = Callable[[Sequence[str | None]], list[Any]]
@@ -54,7 +55,7 @@ def split_number(text: str) -> tuple[bool, str, str]:
     whole, dot, frac = t.partition(".")
     if not (whole.isascii() and whole.isdigit()) or (
             dot and not (frac.isascii() and frac.isdigit())):
-        raise MessageError(f"value {text!r} is not a number")
+        raise MessageError(f"value {quoted(text)} is not a number")
     return negative, whole, frac
 
 
@@ -81,12 +82,12 @@ def _scaled_converter(scale: int, low: int, high: int) -> Converter:
                 frac = frac.rstrip("0")
                 if len(frac) > scale:
                     raise MessageError(
-                        f"value {text!r} has more than {scale} fraction digits (never rounded)")
+                        f"value {quoted(text)} has more than {scale} fraction digits (never rounded)")
                 value = int(whole + frac.ljust(scale, "0"))
                 if negative:
                     value = -value
         if not low <= value <= high:
-            raise MessageError(f"value {text!r} is out of range for the column type")
+            raise MessageError(f"value {quoted(text)} is out of range for the column type")
         return value
     convert.inline = ("digits", safe, factor, scale)  # type: ignore[attr-defined]
     return convert
@@ -105,7 +106,7 @@ def _number_text_converter(length: int) -> Converter:
     def convert(text: str) -> str:
         value = canonical_number(text)
         if len(value) > length:
-            raise MessageError(f"value {text!r} is longer than {length} characters")
+            raise MessageError(f"value {quoted(text)} is longer than {length} characters")
         return value
     return convert
 
@@ -115,7 +116,7 @@ def _char_converter(length: int) -> Converter:
         if len(text) > length:
             stripped = text.rstrip(" ")
             if len(stripped) > length:
-                raise MessageError(f"value {text!r} is longer than CHAR({length})")
+                raise MessageError(f"value {quoted(text)} is longer than CHAR({length})")
             return stripped.ljust(length)
         return text.ljust(length)
     convert.inline = ("exact", length)  # type: ignore[attr-defined]
@@ -125,7 +126,7 @@ def _char_converter(length: int) -> Converter:
 def _varchar_converter(length: int) -> Converter:
     def convert(text: str) -> str:
         if len(text) > length:
-            raise MessageError(f"value {text!r} is longer than VARCHAR({length})")
+            raise MessageError(f"value {quoted(text)} is longer than VARCHAR({length})")
         return text
     convert.inline = ("max", length)  # type: ignore[attr-defined]
     return convert

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from parsers.model import DELETE, INSERT, TRUNCATE, TX_BEGIN, TX_END, TX_MIDDLE, TX_WHOLE, UPDATE
 from props.errors import MessageError
 from props.settings import OptypeValues, TxindValues
+from props.text import quoted
 
 
 def optype_codes(values: OptypeValues) -> dict[str, str]:
@@ -34,12 +35,12 @@ def txind_codes(values: TxindValues) -> dict[str, int]:
 def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
     """Text (trimmed, case-sensitive) → 'I', 'U', 'D' or 'T'; anything else is an error."""
     codes = optype_codes(values)
-    expected = ", ".join(repr(v) for v in codes)
+    expected = ", ".join(quoted(v) for v in codes)
 
     def optype(text: str) -> str:
         found = codes.get(text) or codes.get(text.strip())
         if found is None:
-            raise MessageError(f"optype value {text!r} is not one of {expected}")
+            raise MessageError(f"optype value {quoted(text)} is not one of {expected}")
         return found
     return optype
 
@@ -47,13 +48,13 @@ def optype_mapper(values: OptypeValues) -> Callable[[str], str]:
 def txind_mapper(values: TxindValues) -> Callable[[str], int]:
     """Text (trimmed) → TX_BEGIN, TX_MIDDLE, TX_END or TX_WHOLE; anything else is an error."""
     codes = txind_codes(values)
-    expected = ", ".join(repr(v) for v in codes)
+    expected = ", ".join(quoted(v) for v in codes)
 
     def txind(text: str) -> int:
         found = codes.get(text)
         if found is None:
             found = codes.get(text.strip())
             if found is None:
-                raise MessageError(f"txind value {text!r} is not one of {expected}")
+                raise MessageError(f"txind value {quoted(text)} is not one of {expected}")
         return found
     return txind

@@ -14,6 +14,7 @@ from datetime import date
 from operator import itemgetter
 
 from props.errors import MessageError, PropertyError
+from props.text import quoted
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _US_PER_DAY = 86_400_000_000
@@ -135,7 +136,7 @@ class TimeFormat:
         if m is None:
             m = self._match(text.strip())
             if m is None:
-                raise MessageError(f"value {text!r} does not match the date format {self.text}")
+                raise MessageError(f"value {quoted(text)} does not match the date format {self.text}")
         return m.groups()
 
     def _date(self, g: tuple[str | None, ...], text: str) -> tuple[int, str]:
@@ -153,7 +154,7 @@ class TimeFormat:
             day = int(g[idd]) if idd is not None else 1
             if not (year >= 1 and 1 <= month <= 12 and 1 <= day <= (
                     29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month])):
-                raise MessageError(f"value {text!r} is not a valid date ({self.text})")
+                raise MessageError(f"value {quoted(text)} is not a valid date ({self.text})")
             if len(self._dates) >= _CACHE_SIZE:
                 self._dates.clear()
             found = self._dates[key] = (
@@ -171,7 +172,7 @@ class TimeFormat:
             minute = int(g[imi] or 0) if imi is not None else 0
             second = int(g[isec] or 0) if isec is not None else 0
             if not (hour < 24 and minute < 60 and second < 60):
-                raise MessageError(f"value {text!r} is not a valid time ({self.text})")
+                raise MessageError(f"value {quoted(text)} is not a valid time ({self.text})")
             found = self._times[key] = ((hour * 3600 + minute * 60 + second) * 1_000_000,
                                         f":{hour:02d}:{minute:02d}:{second:02d}")
         return found

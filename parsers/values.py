@@ -27,6 +27,7 @@ from props.expr import (
     SysTxid,
 )
 from props.settings import ParserCommon
+from props.text import quoted
 
 Fields = Sequence[str | None]
 Getter = Callable[[object, Fields], str | None]
@@ -157,7 +158,7 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
                 return int(text.strip()) * 1000
             except ValueError:
                 raise MessageError(
-                    f"{prop}: header timestamp {text!r} is not epoch milliseconds") from None
+                    f"{prop}: header timestamp {quoted(text)} is not epoch milliseconds") from None
         return millis
     micros = compile_format(fmt, prop=f"{prop}.format").micros
 
@@ -264,7 +265,7 @@ def _compile_table(common: ParserCommon, fields: FieldIndex, *, prefix: str,
         owner = schema_of(message, values) if schema_of is not None else None
         owner = owner.strip() if owner else ""
         if not owner:
-            raise MessageError(f"table {name!r}: two-part name needed (no schema)")
+            raise MessageError(f"table {quoted(name)}: two-part name needed (no schema)")
         return f"{owner}.{name}"
     return table, exprs, field_i
 

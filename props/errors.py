@@ -1,16 +1,25 @@
 """The project's exceptions: every error a user can cause is a MsgcapError.
 
 They live in the lowest layer so every package can raise them without an upward import.
-The CLI prints ``str(error)`` as one line and exits non-zero; anything else is a bug.
+The CLI prints ``str(error)`` as one line and exits non-zero; anything else is a bug. That line
+often quotes outside text (message ids, file names, values, URLs), so it is made printable here,
+once for every error: control characters escaped, user information of URLs redacted, bounded.
 """
 
 from __future__ import annotations
 
+from props.text import LINE_CHARS, printable_line, shown
+
+_PART_CHARS = LINE_CHARS // 4  # a message name or position inside the line
+
 
 class MsgcapError(Exception):
-    """Base of all user-facing errors; ``str()`` is the one line the CLI prints."""
+    """Base of all user-facing errors; ``str()`` is the one (printable) line the CLI prints."""
 
     exit_code = 2
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(printable_line(str(message)))
 
 
 class PropertyError(MsgcapError):
@@ -58,7 +67,11 @@ class MessageError(MsgcapError):
 
     def __init__(self, reason: str, *, source: str | None = None,
                  position: str | None = None) -> None:
-        self.reason, self.source, self.position = reason, source, position
+        # each part bounded on its own: the discard file stores them apart from the message
+        self.reason = shown(reason, LINE_CHARS)
+        self.source = shown(source, _PART_CHARS) if source else source
+        self.position = shown(position, _PART_CHARS) if position else position
+        reason, source, position = self.reason, self.source, self.position
         parts = [f"message {source}" if source else None, position, reason]
         super().__init__(": ".join(p for p in parts if p))
 

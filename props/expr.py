@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from props.errors import PropertyError
+from props.text import quoted
 
 # Expression kinds a property may allow (the ``allowed`` argument of parse_expr).
 FIELD, JMSPROP, JMSID, TS, SEQID, TXID, CONST, XPATH = (
@@ -146,7 +147,7 @@ def parse_expr(value: str, allowed: frozenset[str], *, prop: str, file: str | No
         return PropertyError(reason, prop=prop, file=file, line=line)
 
     def expected() -> PropertyError:
-        return bad(f"{text!r} is not an accepted form; expected {forms_text(allowed)}")
+        return bad(f"{quoted(text)} is not an accepted form; expected {forms_text(allowed)}")
 
     if not text:
         raise bad(f"empty value; expected {forms_text(allowed)}")
@@ -158,7 +159,7 @@ def parse_expr(value: str, allowed: frozenset[str], *, prop: str, file: str | No
                 return XPath(text)  # an XPath string literal
             raise expected()
         if XPATH not in allowed:
-            raise bad(f"unterminated constant {text!r}: a constant is written \"value\"")
+            raise bad(f"unterminated constant {quoted(text)}: a constant is written \"value\"")
     if text.startswith("$"):
         if text.lower() == "$jmsid":
             if JMSID in allowed:
@@ -170,7 +171,7 @@ def parse_expr(value: str, allowed: frozenset[str], *, prop: str, file: str | No
                 return JmsProp(match.group(1))
             raise expected()
         if XPATH not in allowed:
-            raise bad(f"{text!r} is not a valid JMS property name")
+            raise bad(f"{quoted(text)} is not a valid JMS property name")
     system = _SYSTEM.get(text.lower())
     if system is not None:
         if system in allowed:
@@ -201,7 +202,7 @@ def parse_delim_value(value: str, *, prop: str, file: str | None = None,
         if ch == "\\" and i + 1 < len(text) and text[i + 1] == "x":
             digits = text[i + 2:i + 4]
             if len(digits) != 2 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-                raise PropertyError(f"bad escape {text[i:i + 4]!r}: \\x needs two hex digits",
+                raise PropertyError(f"bad escape {quoted(text[i:i + 4])}: \\x needs two hex digits",
                                     prop=prop, file=file, line=line)
             out.append(chr(int(digits, 16)))
             i += 4

@@ -47,6 +47,9 @@ class Entry:
         return f"{self.file}:{self.line}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _odd_backslashes(text: str, end: int) -> bool:
     """True if the backslashes right before ``end`` are odd in number (the char at end escaped)."""
     count = 0
@@ -58,6 +61,8 @@ def _odd_backslashes(text: str, end: int) -> bool:
 
 
 def _unescape(text: str, *, prop: str | None, file: str, line: int) -> str:
+    if "\\" not in text:
+        return text  # nothing to replace (most values): no walk per character
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
@@ -81,7 +86,7 @@ def _unescape(text: str, *, prop: str | None, file: str, line: int) -> str:
             out.append(ch + nxt)  # msgcap keeps unknown escapes (§1 "Other backslashes")
             i += 2
     result = "".join(out)
-    if any("\ud800" <= c <= "\udfff" for c in result):
+    if _SURROGATE.search(result):
         try:
             result = result.encode("utf-16", "surrogatepass").decode("utf-16")
         except UnicodeDecodeError:

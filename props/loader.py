@@ -8,6 +8,7 @@ unknown one is an error with a suggestion) → build each section, checking valu
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import logging
 import os
 import re
@@ -35,6 +36,7 @@ from props.settings import (
     UserTable,
     XmlSettings,
 )
+from props.text import quoted
 
 log = logging.getLogger("msgcap.props")
 
@@ -49,7 +51,8 @@ GLOBAL_KEYS = frozenset({
     "trail.compressupdates", "trail.getupdatebefores", "trail.compressdeletes", "trail.defs",
     "trail.extract", "trail.uri",
     "checkpoint.dir", "archive.dir", "error.policy", "error.file",
-    "gg.log", "gg.log.level", "gg.log.file", "report.http",
+    "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
+    "jms.spool.minage",
 })
 
 _OPTYPE_VALS = ("optype.insertval", "optype.updateval", "optype.deleteval")
@@ -135,16 +138,29 @@ COMMON_FORMS: dict[str, frozenset[str]] = {
 
 _RULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
 _NCNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-_STOMP_URL = re.compile(r"(stomp|stomp\+ssl)://(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d+)/?\Z",
-                        re.IGNORECASE)
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_\-]{1,63}(?<!-)\Z")
 _CALLABLE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*\Z")
 _EXTRACT = re.compile(r"[A-Z][A-Z0-9_$]{0,7}\Z")
 _TRAIL_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]\Z")
-_REPORT_TIME = re.compile(r"(\d+)\s*(sec|secs|second|seconds|s|min|mins|minute|minutes|m|"
-                          r"hr|hrs|hour|hours|h)\Z", re.IGNORECASE)
-_USER_TYPE = re.compile(r"(vchar|char|number|datetime)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s+(key))?\Z",
-                        re.IGNORECASE)
-_INTEGER = re.compile(r"[+-]?\d+\Z")
+_DURATION = re.compile(r"([0-9]+)\s*(ms|sec|secs|second|seconds|s|min|mins|minute|minutes|m|"
+                       r"hr|hrs|hour|hours|h)\Z", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+_USER_TYPE = re.compile(r"(vchar|char|number|datetime)\s+([0-9]+)(?:\s*,\s*([0-9]+))?"
+                        r"(?:\s+(key))?\Z", re.IGNORECASE)
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+_UNSIGNED = re.compile(r"[0-9]+\Z")
+
+# Limits of what the trail and the definitions can hold (trail-format.md §12).
+MAX_DIGITS = 18  # integers in properties: int64 range (Python refuses more than 4300 digits)
+MAX_COLUMN_LENGTH = 65000  # a trail record, its column and its D token hold ≤ 65,535 bytes
+MAX_COLUMNS = 65536  # column indexes are u16
+MAX_NAME = 128  # a table-name part or column name (GoldenGate's object-name limit)
+MAX_FORMAT = 256  # a date or timestamp format
+MAX_DELIM = 256  # a delimiter, quote, null indicator or *val value
+MAX_TX_TOKEN = 4000  # bytes of a constant TXNAME / TXOWNER (user tokens of every record)
+MAX_URI_BYTES = 4096  # trail.uri, in the file header beside the file name
+MAX_PATH_BYTES = 4095  # PATH_MAX less its NUL
+MAX_PATH_PART = 240  # NAME_MAX (255) less room for the temporary suffixes msgcap adds
 _FRACTION = re.compile(r"F+(\d*)")
 
 
@@ -175,21 +191,96 @@ def check_format(fmt: str, *, prop: str, file: str, line: int | None) -> str:
     """Check a timestamp/date format (§2.4): only the fraction token can be malformed."""
     if not fmt.strip():
         raise PropertyError("empty format", prop=prop, file=file, line=line)
+    if len(fmt) > MAX_FORMAT:
+        raise PropertyError(f"a format of {len(fmt)} characters (at most {MAX_FORMAT})",
+                            prop=prop, file=file, line=line)
     for match in _FRACTION.finditer(fmt):
         run, digits = len(match.group(0)) - len(match.group(1)), match.group(1)
         if digits:
             if run != 1 or not 1 <= int(digits) <= 9:
-                raise PropertyError(f"bad fraction {match.group(0)!r} in format {fmt!r}: "
+                raise PropertyError(f"bad fraction {quoted(match.group(0))} in format "
+                                    f"{quoted(fmt)}: "
                                     "write Fn (n = 1..9) or F…F", prop=prop, file=file,
                                     line=line)
         elif run > 9:
-            raise PropertyError(f"fraction of {run} digits in format {fmt!r}: at most 9",
+            raise PropertyError(f"fraction of {run} digits in format {quoted(fmt)}: at most 9",
                                 prop=prop, file=file, line=line)
     return fmt
 
 
 def _split_list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",")]
+
+
+def _to_int(text: str) -> int | None:
+    """``int(text)`` of an integer literal; None beyond MAX_DIGITS significant digits."""
+    return int(text) if len(text.lstrip("+-").lstrip("0")) <= MAX_DIGITS else None
+
+
+def path_problem(path: str) -> str | None:
+    """Why no file system can hold ``path`` (None when it can): NUL, or names too long."""
+    data = path.encode("utf-8", "surrogateescape")
+    if b"\0" in data:
+        return "a path cannot contain a NUL character"
+    if len(data) > MAX_PATH_BYTES:
+        return f"a path of {len(data)} bytes (at most {MAX_PATH_BYTES})"
+    longest = max(len(part) for part in data.split(b"/"))
+    if longest > MAX_PATH_PART:
+        return f"a file or directory name of {longest} bytes (at most {MAX_PATH_PART})"
+    return None
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is neither an IP address nor a DNS host name (None when it is one)."""
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    if len(host) > 253:
+        return f"a host name of {len(host)} characters (at most 253)"
+    if not all(_HOST_LABEL.match(label) for label in host.split(".")):
+        return f"{quoted(host)} is not a host name or IP address"
+    return None
+
+
+def split_host_port(text: str) -> tuple[str, str]:
+    """``host:port`` or ``[v6]:port`` → (host, port text); ValueError names what is wrong."""
+    if text.startswith("["):
+        end = text.find("]")
+        host, rest = text[1:end], text[end + 1:] if end > 0 else ""
+        if end < 0 or not rest.startswith(":"):
+            raise ValueError(f"{quoted(text)} is not [IPv6-address]:port")
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"{quoted(host)} is not an IPv6 address") from None
+        port = rest[1:]
+    else:
+        host, sep, port = text.rpartition(":")
+        if not sep or not host:
+            raise ValueError(f"{quoted(text)} is not host:port")
+        if ":" in host:
+            raise ValueError(f"{quoted(text)}: write an IPv6 address in brackets, "
+                             "[::1]:port")
+        problem = host_problem(host)
+        if problem:
+            raise ValueError(problem)
+    if not _UNSIGNED.match(port) or len(port) > 5 or int(port) > 65535:
+        raise ValueError(f"{quoted(text)} is not host:port (port 0–65535)")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1, IPv4-mapped 127.x)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def _is_rule_key(key: str) -> bool:
@@ -301,7 +392,7 @@ class _Loader:
         for choice in choices:
             if value.lower() == choice.lower():
                 return choice
-        raise self.error(key, f"{value!r} is not one of {', '.join(choices)}")
+        raise self.error(key, f"{quoted(value)} is not one of {', '.join(choices)}")
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.text(key)
@@ -311,7 +402,7 @@ class _Loader:
             return True
         if value.lower() == "false":
             return False
-        raise self.error(key, f"{value!r} is not a boolean (true or false)")
+        raise self.error(key, f"{quoted(value)} is not a boolean (true or false)")
 
     def integer(self, key: str, default: int | None, low: int, high: int | None = None
                 ) -> int | None:
@@ -319,24 +410,68 @@ class _Loader:
         if value is None:
             return default
         if not _INTEGER.match(value):
-            raise self.error(key, f"{value!r} is not an integer")
-        number = int(value)
-        if number < low or (high is not None and number > high):
+            raise self.error(key, f"{quoted(value)} is not an integer")
+        number = _to_int(value)
+        if number is None or number < low or (high is not None and number > high):
             span = f"{low}–{high}" if high is not None else f"≥ {low}"
-            raise self.error(key, f"{number} is out of range ({span})")
+            shown = number if number is not None else quoted(value)
+            raise self.error(key, f"{shown} is out of range ({span})")
         return number
+
+    def path(self, key: str, default: str | None = None) -> str | None:
+        """A file or directory path that a file system can hold."""
+        value = self.text(key, default)
+        if value is not None:
+            problem = path_problem(value)
+            if problem:
+                raise self.error(key, problem)
+        return value
+
+    def duration(self, key: str) -> float | None:
+        """``<n>ms``, ``<n>sec``, ``<n>min`` or ``<n>hr`` (n ≥ 1) in seconds; None when unset."""
+        value = self.text(key)
+        if value is None:
+            return None
+        match = _DURATION.match(value)
+        number = _to_int(match.group(1)) if match else None
+        if number is None or number < 1:
+            raise self.error(key, f"{quoted(value)} is not <n>sec, <n>min, <n>hr or <n>ms "
+                             f"(n = 1 to {10 ** MAX_DIGITS - 1})")
+        unit = match.group(2).lower()
+        return number * _UNIT_SECONDS["ms" if unit == "ms" else unit[0]]
 
     def expr(self, key: str, allowed: frozenset[str]) -> Expr | None:
         value = self.raw(key)
         if value is None:
             return None
-        return parse_expr(value, allowed, prop=key, file=self.file, line=self.line(key))
+        return self._held(key, parse_expr(value, allowed, prop=key, file=self.file,
+                                          line=self.line(key)))
+
+    def _held(self, key: str, expr: Expr) -> Expr:
+        """A constant the trail holds must fit: names of tables and schemas, the TXNAME and
+        TXOWNER user tokens."""
+        if isinstance(expr, Const):
+            attr = key.rpartition(".")[2]
+            if attr in ("txname", "txowner") and len(expr.text.encode()) > MAX_TX_TOKEN:
+                raise self.error(key, f"a constant of {len(expr.text.encode())} bytes (at most "
+                                 f"{MAX_TX_TOKEN}: every record of a transaction holds it)")
+            if attr in ("schema", "table", "schemaandtable") and max(
+                    len(part) for part in expr.text.split(".")) > MAX_NAME:
+                raise self.error(key, f"a name part of more than {MAX_NAME} characters")
+        return expr
 
     def delim(self, key: str, default: str | None) -> str | None:
+        """A delimiter, quote, null indicator or ``*val`` value (§2.3), at most MAX_DELIM long:
+        parsers compile them into patterns at start."""
         value = self.raw(key)
         if value is None:
             return default
-        return parse_delim_value(value, prop=key, file=self.file, line=self.line(key))
+        if len(value) > 4 * MAX_DELIM:  # ``\xhh`` takes four characters per one
+            raise self.error(key, f"a value of {len(value)} characters (at most {MAX_DELIM})")
+        decoded = parse_delim_value(value, prop=key, file=self.file, line=self.line(key))
+        if len(decoded) > MAX_DELIM:
+            raise self.error(key, f"a value of {len(decoded)} characters (at most {MAX_DELIM})")
+        return decoded
 
     def fmt(self, key: str) -> str | None:
         value = self.text(key)
@@ -378,7 +513,7 @@ class _Loader:
             if head == "xml" and rest.startswith("namespace."):
                 prefix = rest[len("namespace."):]
                 if not _NCNAME.match(prefix) or ":" in prefix:
-                    raise self.error(key, f"{prefix!r} is not a valid namespace prefix")
+                    raise self.error(key, f"{quoted(prefix)} is not a valid namespace prefix")
                 return head
         if head in self.rule_names and "." in key:
             rule = self.rule_names[head]
@@ -429,11 +564,11 @@ class _Loader:
             xml=sections["xml"],  # type: ignore[arg-type]
             jms=self._jms(),
             trail=trail,
-            checkpoint_dir=self.text("checkpoint.dir", "dirchk") or "dirchk",
-            archive_dir=self.text("archive.dir"),
+            checkpoint_dir=self.path("checkpoint.dir", "dirchk") or "dirchk",
+            archive_dir=self.path("archive.dir"),
             error=ErrorSettings(
                 policy=self.choice("error.policy", ("abend", "discard"), "abend"),
-                file=self.text("error.file", "dirrpt/msgcap.dsc") or "dirrpt/msgcap.dsc"),
+                file=self.path("error.file", "dirrpt/msgcap.dsc") or "dirrpt/msgcap.dsc"),
             log=self._log(),
             report_http=self._report_http(),
             lines={key: p.entry.line for key, p in self.items.items()},
@@ -453,7 +588,7 @@ class _Loader:
             destination = self._destination(destination)
         elif any(not u.startswith("dir:") for u in urls):
             raise self.error("jms.url", "a STOMP source needs jms.destination")
-        ssl_cert, ssl_key = self.text("jms.ssl.cert"), self.text("jms.ssl.key")
+        ssl_cert, ssl_key = self.path("jms.ssl.cert"), self.path("jms.ssl.key")
         if ssl_cert and not ssl_key:
             raise self.error("jms.ssl.cert", "requires jms.ssl.key")
         if ssl_key and not ssl_cert:
@@ -465,10 +600,11 @@ class _Loader:
             user=self.raw("jms.user"), password=self.raw("jms.password"),
             prefetch=self.integer("jms.prefetch", 1000, 1) or 1000,
             heartbeat=self._heartbeat(),
-            ssl_ca=self.text("jms.ssl.ca"), ssl_cert=ssl_cert, ssl_key=ssl_key,
+            ssl_ca=self.path("jms.ssl.ca"), ssl_cert=ssl_cert, ssl_key=ssl_key,
             id=id_text, id_kind=id_kind,
             report_output=self.choice("jms.report.output", ("report", "log", "both"), "report"),
-            report_time=self._report_time(), report_records=records,
+            report_time=self.duration("jms.report.time"), report_records=records,
+            spool_minage=self.duration("jms.spool.minage") or 0.0,
         )
 
     def _url(self, item: str) -> str:
@@ -477,25 +613,36 @@ class _Loader:
         if item.startswith("dir:"):
             if not item[4:].strip():
                 raise self.error("jms.url", "dir: needs a directory (dir:PATH)")
+            problem = path_problem(item[4:])
+            if problem:
+                raise self.error("jms.url", problem)
             return item
-        match = _STOMP_URL.match(item)
-        if not match:
-            raise self.error("jms.url", f"{item!r} is not stomp://host:port, "
+        scheme, sep, rest = item.partition("://")
+        if not sep or scheme.lower() not in ("stomp", "stomp+ssl"):
+            raise self.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
                              "stomp+ssl://host:port or dir:PATH")
-        port = int(match.group(3))
-        if not 1 <= port <= 65535:
-            raise self.error("jms.url", f"port {port} out of range in {item!r}")
+        authority = rest.removesuffix("/")
+        if "@" in authority:  # the error line shows the URL redacted (MsgcapError)
+            raise self.error("jms.url", f"{quoted(item)}: user information in the URL is not "
+                             "used; set jms.user and jms.password")
+        try:
+            _, port = split_host_port(authority)
+        except ValueError as exc:
+            raise self.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
+                             f"stomp+ssl://host:port or dir:PATH: {exc}") from None
+        if int(port) == 0:
+            raise self.error("jms.url", f"port 0 out of range in {quoted(item)}")
         return item
 
     def _destination(self, value: str) -> str:
         for kind in ("/queue/", "/topic/"):
             if value.startswith(kind):
                 if not value[len(kind):]:
-                    raise self.error("jms.destination", f"{value!r} names no {kind[1:-1]}")
+                    raise self.error("jms.destination", f"{quoted(value)} names no {kind[1:-1]}")
                 return value
         if value.startswith("/") or any(c.isspace() for c in value):
             raise self.error("jms.destination",
-                             f"{value!r} is not NAME, /queue/NAME or /topic/NAME")
+                             f"{quoted(value)} is not NAME, /queue/NAME or /topic/NAME")
         return f"/queue/{value}"
 
     def _jms_id(self) -> tuple[str, str]:
@@ -510,10 +657,10 @@ class _Loader:
                              "use a header or module:function")
         if ":" in value:
             if not _CALLABLE_ID.match(value):
-                raise self.error("jms.id", f"{value!r} is not module:function")
+                raise self.error("jms.id", f"{quoted(value)} is not module:function")
             return value, "callable"
         if any(c.isspace() for c in value):
-            raise self.error("jms.id", f"{value!r} is not a header name")
+            raise self.error("jms.id", f"{quoted(value)} is not a header name")
         return value, "header"
 
     def _heartbeat(self) -> tuple[int, int]:
@@ -521,46 +668,42 @@ class _Loader:
         if value is None:
             return (10000, 10000)
         parts = _split_list(value)
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise self.error("jms.heartbeat", f"{value!r} is not send_ms,recv_ms "
-                             "(two integers ≥ 0)")
+        if len(parts) != 2 or not all(_UNSIGNED.match(p) and len(p) <= 10 and int(p) < 2 ** 31
+                                      for p in parts):
+            raise self.error("jms.heartbeat", f"{quoted(value)} is not send_ms,recv_ms "
+                             "(two integers, 0 to 2147483647)")
         return int(parts[0]), int(parts[1])
 
-    def _report_time(self) -> float | None:
-        value = self.text("jms.report.time")
-        if value is None:
-            return None
-        match = _REPORT_TIME.match(value)
-        if not match or int(match.group(1)) < 1:
-            raise self.error("jms.report.time", f"{value!r} is not <n>sec, <n>min or <n>hr "
-                             "(n ≥ 1)")
-        unit = match.group(2)[0].lower()
-        return float(int(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[unit])
-
     def _report_http(self) -> tuple[str, int] | None:
+        """``host:port`` or ``[v6]:port``; the endpoint has no authentication, so a host other
+        than a loopback address needs ``report.http.allowremote=true``."""
         value = self.text("report.http")
+        remote = self.boolean("report.http.allowremote", False)
         if value is None:
             return None
-        host, sep, port = value.rpartition(":")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        if not sep or not host or not port.isdigit() or int(port) > 65535:
-            raise self.error("report.http", f"{value!r} is not host:port")
+        try:
+            host, port = split_host_port(value)
+        except ValueError as exc:
+            raise self.error("report.http", str(exc)) from None
+        if not remote and not is_loopback(host):
+            raise self.error("report.http", f"{quoted(host)} is not a loopback address; the "
+                             "endpoint has no authentication: bind to 127.0.0.1 or [::1], or "
+                             "set report.http.allowremote=true to serve other hosts")
         return host, int(port)
 
     def _trail(self) -> TrailSettings:
-        path = self.text("trail.path", "dirdat/aa") or "dirdat/aa"
+        path = self.path("trail.path", "dirdat/aa") or "dirdat/aa"
         prefix = path.rpartition("/")[2]
         if not _TRAIL_PREFIX.match(prefix):
-            raise self.error("trail.path", f"{path!r} is not DIR/XX: the file prefix must be "
+            raise self.error("trail.path", f"{quoted(path)} is not DIR/XX: the file prefix must be "
                              "two characters, a letter then a letter or digit")
         extract = (self.text("trail.extract", "MSGCAP") or "MSGCAP").upper()
         if not _EXTRACT.match(extract):
-            raise self.error("trail.extract", f"{extract!r} is not 1–8 characters of A-Z, "
+            raise self.error("trail.extract", f"{quoted(extract)} is not 1–8 characters of A-Z, "
                              "0-9, _ and $ starting with a letter")
         seqlen = self.text("trail.seqlen")
         if seqlen is not None and seqlen not in ("6", "9"):
-            raise self.error("trail.seqlen", f"{seqlen!r} is not 9 or 6")
+            raise self.error("trail.seqlen", f"{quoted(seqlen)} is not 9 or 6")
         return TrailSettings(
             path=path,
             seqlen=int(seqlen or 9),
@@ -570,10 +713,17 @@ class _Loader:
             compressupdates=self.boolean("trail.compressupdates", True),
             getupdatebefores=self.boolean("trail.getupdatebefores", False),
             compressdeletes=self.boolean("trail.compressdeletes", True),
-            defs=self.text("trail.defs"),
+            defs=self.path("trail.defs"),
             extract=extract,
-            uri=self.text("trail.uri"),
+            uri=self._uri(),
         )
+
+    def _uri(self) -> str | None:
+        value = self.text("trail.uri")
+        if value is not None and len(value.encode("utf-8", "surrogateescape")) > MAX_URI_BYTES:
+            raise self.error("trail.uri", f"{len(value.encode('utf-8', 'surrogateescape'))} "
+                             f"bytes; the trail file header holds at most {MAX_URI_BYTES}")
+        return value
 
     def _log(self) -> LogSettings:
         self.choice("gg.log", ("JDK", "log4j", "logback"), "JDK")
@@ -582,9 +732,10 @@ class _Loader:
             upper = level.upper()
             upper = {"TRACE": "DEBUG", "WARNING": "WARN"}.get(upper, upper)
             if upper not in ("ERROR", "WARN", "INFO", "DEBUG"):
-                raise self.error("gg.log.level", f"{level!r} is not ERROR, WARN, INFO or DEBUG")
+                raise self.error("gg.log.level",
+                                 f"{quoted(level)} is not ERROR, WARN, INFO or DEBUG")
             level = upper
-        return LogSettings(level=level or "INFO", file=self.text("gg.log.file"))
+        return LogSettings(level=level or "INFO", file=self.path("gg.log.file"))
 
     # ---- parser sections ----------------------------------------------------------------
 
@@ -610,7 +761,7 @@ class _Loader:
             other = seen.get(value)
             if other is not None:
                 culprit = key if self.line(key) else f"{p}.optype.{other}val"
-                raise self.error(culprit, f"value {value!r} is both the {other} and the "
+                raise self.error(culprit, f"value {quoted(value)} is both the {other} and the "
                                  f"{name} value; operation codes must differ")
             seen[value] = name
             values[name] = value
@@ -631,7 +782,7 @@ class _Loader:
                     key = f"{p}.txind.{name}val"
                     if not self.line(key):
                         key = f"{p}.txind.{other}val"
-                    raise self.error(key, f"value {value!r} is in both the {other} and the "
+                    raise self.error(key, f"value {quoted(value)} is in both the {other} and the "
                                      f"{name} set")
                 owner[value] = name
         return TxindValues(**sets)
@@ -663,8 +814,11 @@ class _Loader:
         seen_tables: set[str] = set()
         for name in names:
             if not name or "." not in name or "" in name.split("."):
-                raise self.error(tables_key, f"{name!r} is not a qualified table name "
+                raise self.error(tables_key, f"{quoted(name)} is not a qualified table name "
                                  "(SCHEMA.TABLE)")
+            if max(len(part) for part in name.split(".")) > MAX_NAME:
+                raise self.error(tables_key, f"{quoted(name)}: a name part of more than "
+                                 f"{MAX_NAME} characters")
             if name.upper() in seen_tables:
                 raise self.error(tables_key, f"table {name} is listed twice")
             seen_tables.add(name.upper())
@@ -676,9 +830,16 @@ class _Loader:
                 raise self.error(tables_key, f"table {name} needs {columns_key}")
             columns: list[UserColumn] = []
             seen_columns: set[str] = set()
-            for column in _split_list(columns_text):
+            column_names = _split_list(columns_text)
+            if len(column_names) > MAX_COLUMNS:
+                raise self.error(columns_key, f"{len(column_names)} columns (at most "
+                                 f"{MAX_COLUMNS})")
+            for column in column_names:
                 if not column or any(c.isspace() or c in ".," for c in column):
-                    raise self.error(columns_key, f"{column!r} is not a column name")
+                    raise self.error(columns_key, f"{quoted(column)} is not a column name")
+                if len(column) > MAX_NAME:
+                    raise self.error(columns_key, f"{quoted(column)}: a column name of more "
+                                     f"than {MAX_NAME} characters")
                 if column.upper() in seen_columns:
                     raise self.error(columns_key, f"column {column} is listed twice")
                 seen_columns.add(column.upper())
@@ -701,10 +862,13 @@ class _Loader:
             raise self.error(columns_key, f"column {column} needs its type in {key}")
         match = _USER_TYPE.match(value)
         if not match:
-            raise self.error(key, f"{value!r} is not vchar n, char n, number p[,s] or "
+            raise self.error(key, f"{quoted(value)} is not vchar n, char n, number p[,s] or "
                              "datetime n (optionally followed by key)")
         kind = match.group(1).lower()
-        length, scale = int(match.group(2)), int(match.group(3) or 0)
+        length, scale = _to_int(match.group(2)), _to_int(match.group(3) or "0")
+        if length is None or length > MAX_COLUMN_LENGTH or scale is None:
+            raise self.error(key, f"{quoted(value)}: a length of at most {MAX_COLUMN_LENGTH} "
+                             "(a trail record holds at most 65,535 bytes)")
         if match.group(3) is not None and kind != "number":
             raise self.error(key, f"{kind} takes one length, not {length},{scale}")
         if length < 1:
@@ -717,7 +881,7 @@ class _Loader:
         return UserColumn(column, kind, length, scale, match.group(4) is not None)
 
     def _sourcedefs(self, p: str, userdefs: tuple[UserTable, ...]) -> str | None:
-        path = self.text(f"{p}.sourcedefs")
+        path = self.path(f"{p}.sourcedefs")
         if path is None and not userdefs:
             raise PropertyError("required (unless every table is user-defined with "
                                 f"{p}.userdefs.*)", prop=f"{p}.sourcedefs", file=self.file)
@@ -732,7 +896,8 @@ class _Loader:
         copybook = sourcedefs = None
         if schematype == "copybook":
             copybook = self.required("fixed.copybook", " with fixed.schematype=copybook")
-            sourcedefs = self.text("fixed.sourcedefs")
+            self.path("fixed.copybook")
+            sourcedefs = self.path("fixed.sourcedefs")
         else:
             sourcedefs = self._sourcedefs("fixed", items["userdefs"])  # type: ignore[arg-type]
         table: tuple[Expr, ...] = ()
@@ -747,11 +912,11 @@ class _Loader:
             if len(schema) >= 2 and schema[0] == schema[-1] == '"':
                 schema = schema[1:-1]
             elif schema[0] in "$*\"":
-                raise self.error("fixed.schema", f"{schema!r} is not an accepted form; "
+                raise self.error("fixed.schema", f"{quoted(schema)} is not an accepted form; "
                                  "expected \"value\" (a constant schema name)")
             if not schema:
                 raise self.error("fixed.schema", "empty schema name")
-            schema_expr = Const(schema)
+            schema_expr = self._held("fixed.schema", Const(schema))
         return FixedSettings(
             **items,  # type: ignore[arg-type]
             table=table, schema=schema_expr,
@@ -765,10 +930,10 @@ class _Loader:
         try:
             return code_page(value).name
         except LookupError:
-            raise self.error("fixed.encoding", f"unknown encoding {value!r}") from None
+            raise self.error("fixed.encoding", f"unknown encoding {quoted(value)}") from None
         except ValueError:
             raise self.error("fixed.encoding",
-                             f"{value!r} is not a single-byte character set") from None
+                             f"{quoted(value)} is not a single-byte character set") from None
 
     def _delim(self) -> DelimSettings:
         items = self._common("delim", truncate=True)
@@ -798,7 +963,7 @@ class _Loader:
             values = {"fielddelim": fielddelim, "linedelim": linedelim, "quote": quote}
             if values[a] == values[b]:
                 culprit = f"delim.{a}" if self.line(f"delim.{a}") else f"delim.{b}"
-                raise self.error(culprit, f"delim.{a} and delim.{b} are both {values[a]!r}")
+                raise self.error(culprit, f"delim.{a} and delim.{b} are both {quoted(values[a])}")
         nullindicator = self.delim("delim.nullindicator", None)
         plain = {"fielddelim": fielddelim, "linedelim": linedelim, "quote": quote,
                  "nullindicator": nullindicator}
@@ -848,7 +1013,7 @@ class _Loader:
             if rule_type is None:
                 raise self.error(referrer, f"rule {name} has no {type_key} (tx, op or col)")
             if rule_type not in RULE_ATTRS:
-                raise self.error(type_key, f"{rule_type!r} is not tx, op or col")
+                raise self.error(type_key, f"{quoted(rule_type)} is not tx, op or col")
             self.rule_names[name] = Rule(name=name, type=rule_type, file=self.file,
                                          line=self.line(type_key) or 0)
             subrules_key = f"{name}.subrules"
@@ -862,9 +1027,10 @@ class _Loader:
             if not name:
                 raise self.error(key, "empty rule name in the list")
             if not _RULE_NAME.match(name):
-                raise self.error(key, f"{name!r} is not a valid rule name")
+                raise self.error(key, f"{quoted(name)} is not a valid rule name")
             if name in RESERVED:
-                raise self.error(key, f"{name!r} is a reserved word, not usable as a rule name")
+                raise self.error(key,
+                                 f"{quoted(name)} is a reserved word, not usable as a rule name")
             if name in seen:
                 raise self.error(key, f"rule {name} is listed twice")
             seen.add(name)
@@ -948,11 +1114,15 @@ class _Loader:
         if attr == "index":
             text = value.strip()
             if _INTEGER.match(text):
-                if int(text) < 0:
+                index = _to_int(text)
+                if index is not None and index < 0:
                     raise self.error(key, f"column index {text} is negative")
-                return Const(str(int(text)))
-        return parse_expr(value, RULE_FORMS[attr], prop=key, file=self.file,
-                          line=self.line(key))
+                if index is None or index >= MAX_COLUMNS:
+                    raise self.error(key, f"column index {quoted(text)} is out of range "
+                                     f"(0–{MAX_COLUMNS - 1})")
+                return Const(str(index))
+        return self._held(key, parse_expr(value, RULE_FORMS[attr], prop=key, file=self.file,
+                                          line=self.line(key)))
 
     def _check_rule(self, rule: Rule) -> None:
         if rule.type == "col":

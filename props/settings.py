@@ -244,6 +244,7 @@ class JmsSettings:
     report_output: str = "report"  # 'report' | 'log' | 'both'
     report_time: float | None = None  # seconds
     report_records: int | None = None
+    spool_minage: float = 0.0  # seconds a spool file must be unchanged before it is read
 
     @property
     def is_dir(self) -> bool:

@@ -8,6 +8,7 @@ stopped by its pid when the session ends. ``MSGCAP_TEST_STOMP_PORT`` pins the po
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -73,6 +74,25 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """Tests that configure logging (``configure_logging``, in-process CLI commands) change
+    process-wide state: give the other tests theirs back."""
+    from gendef.logsetup import PROJECT_LOGGERS
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level,
+             {n: logging.getLogger(n).level for n in PROJECT_LOGGERS})
+    yield
+    for h in root.handlers:
+        if h not in saved[0]:
+            h.close()
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+    for name, level in saved[2].items():
+        logging.getLogger(name).setLevel(level)
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import configure_logging
     from msgcap.batch import FORMATS, run_batch, spark_session
+    from msgcap.lock import writer_locks
     from props.errors import SourceError
     from props.settings import load_settings
 
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(settings, command="msgcap batch", log_to_file=False)
     from pyspark.sql import SparkSession
 
+    # one batch per output directory (held until the process ends, released when it stops)
+    locks = writer_locks(checkpoint_dir=None, extract=None, trail=None, directory=args.output)
     started = time.monotonic()
     existing = SparkSession.getActiveSession()
     spark = spark_session(args.master)
@@ -66,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if existing is None:
             spark.stop()
+        locks.close()
     print(result.stats.summary())
     for name, path in result.outputs.items():
         if name != "trail":

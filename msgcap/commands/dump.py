@@ -40,46 +40,67 @@ def _expand(args: list[str]) -> list[tuple[str, bool]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from msgcap.trail import dumpfmt
-    from msgcap.trail.reader import TrailReader
+    from gendef.logsetup import configure_logging
     from props.errors import TrailError
 
     if args.count is not None and args.count < 0:
         raise TrailError("--count must not be negative")
+    configure_logging(None, command="msgcap dump", log_to_file=False)
     definitions = None
     if args.defs:
         from gendef.defgen import read_defs
         definitions = read_defs(args.defs)
+    gaps: list[tuple[str, str]] = []
+    try:
+        _dump(args, definitions, gaps)
+    finally:
+        sys.stdout.flush()
+    if gaps:  # everything around the gap was shown; the exit status tells a script
+        missing = ", ".join(m for m, _ in gaps)
+        raise TrailError(f"the trail has a gap: {missing} missing (the files after it were "
+                         "shown)", file=gaps[0][0])
+    return 0
+
+
+def _dump(args: argparse.Namespace, definitions: object, gaps: list[tuple[str, str]]) -> None:
+    """Write the records; the gaps the readers found (missing files) are added to ``gaps``."""
+    from msgcap.trail import dumpfmt
+    from msgcap.trail.reader import TrailReader
+
     out = sys.stdout
     as_json = args.json
     count = 0
     first = True
     for path, follow in _expand(args.trails):
         reader = TrailReader(path, definitions, follow=follow)
-        for tf in reader.files():
-            if tf.header is not None:
-                out.write(json.dumps(dumpfmt.header_json(tf.name, tf.header), ensure_ascii=False)
-                          if as_json else dumpfmt.header_text(tf.name, tf.header))
-                out.write("\n")
-            for rec in tf.records(args.rba if first else None):
-                if args.count is not None and count >= args.count:
-                    return 0
-                decoder = reader.decoder(rec) if definitions is not None else None
-                if as_json:
-                    out.write(json.dumps(dumpfmt.record_json(rec, decoder), ensure_ascii=False))
+        try:
+            for tf in reader.files():
+                if tf.header is not None:
+                    out.write(json.dumps(dumpfmt.header_json(tf.name, tf.header),
+                                         ensure_ascii=False)
+                              if as_json else dumpfmt.header_text(tf.name, tf.header))
                     out.write("\n")
-                else:
-                    out.write(dumpfmt.record_text(rec, decoder))
-                    out.write("\n\n")
-                count += 1
-            first = False
-            if tf.tail is not None:
-                note = f"{tf.tail}"
-                if as_json:
-                    out.flush()
-                    print(note, file=sys.stderr)
-                else:
-                    out.write(note + "\n")
+                for rec in tf.records(args.rba if first else None):
+                    if args.count is not None and count >= args.count:
+                        return
+                    decoder = reader.decoder(rec) if definitions is not None else None
+                    if as_json:
+                        out.write(json.dumps(dumpfmt.record_json(rec, decoder),
+                                             ensure_ascii=False))
+                        out.write("\n")
+                    else:
+                        out.write(dumpfmt.record_text(rec, decoder))
+                        out.write("\n\n")
+                    count += 1
+                first = False
+                if tf.tail is not None:
+                    note = f"{tf.tail}"
+                    if as_json:
+                        out.flush()
+                        print(note, file=sys.stderr)
+                    else:
+                        out.write(note + "\n")
+        finally:
+            gaps.extend(reader.gaps)
         if args.count is not None and count >= args.count:
-            break
-    return 0
+            return

@@ -1,8 +1,9 @@
 """``msgcap replay --prop P [--lines] DUMP...``: message dumps through the capture pipeline.
 
 The same parser, assembler, trail writer and error policy as ``msgcap run``, fed from dump files
-(properties.md §13) instead of a broker; it ends with a summary of what was written. An open
-transaction at the end of the input is an error (§3.4).
+(properties.md §13) instead of a broker; it ends with a summary of what was written and how far
+the trail is durable, also when an error stops it. An open transaction at the end of the input
+is an error (§3.4). The trail's lock keeps a ``msgcap run`` or another replay off it meanwhile.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from gendef.build import build_definitions
     from gendef.logsetup import configure_logging
     from msgcap.dumps import expand_inputs, read_messages
+    from msgcap.lock import writer_locks
     from msgcap.pipeline import build_pipeline, write_trail_defs
     from msgcap.trail.writer import TrailWriter
     from parsers.base import build_parser
@@ -46,39 +48,44 @@ def run(args: argparse.Namespace) -> int:
     paths = expand_inputs(args.dumps)
     definitions = build_definitions(settings)
     parser = build_parser(settings, definitions)
-    write_trail_defs(settings, definitions)
     trail = settings.trail
-    writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
-                         byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
-                         uri=trail.uri)
-    recovery = writer.open()
-    pipeline = build_pipeline(settings, writer, recovery, definitions=definitions,
-                              parser=parser)
-    stats = pipeline.stats
-    progress = Progress(sys.stderr, args.progress_interval)
-    started = time.monotonic()
-    try:
-        for message, result in pipeline.process_many(read_messages(paths, lines=args.lines)):
-            if result.duplicate:
-                log.warning("message %s: duplicate (already in the trail), skipped",
-                            message.name)
-            elif result.discarded is not None:
-                log.warning("discarded: %s", result.discarded)
-            progress.tick(stats)
-        pipeline.finish()
-        writer.flush_durable()
-    finally:
-        progress.done()
-        writer.close()
-        if pipeline.discard is not None:
-            pipeline.discard.close()
-    elapsed = time.monotonic() - started
-    print(stats.summary())
-    if stats.discarded:
-        print(f"discarded messages: {settings.error.file}")
+    with writer_locks(checkpoint_dir=None, extract=None, trail=trail.path):
+        write_trail_defs(settings, definitions)
+        writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
+                             byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
+                             uri=trail.uri)
+        recovery = writer.open()
+        pipeline = build_pipeline(settings, writer, recovery, definitions=definitions,
+                                  parser=parser)
+        stats = pipeline.stats
+        progress = Progress(sys.stderr, args.progress_interval)
+        started = time.monotonic()
+        try:
+            try:
+                for message, result in pipeline.process_many(
+                        read_messages(paths, lines=args.lines)):
+                    if result.duplicate:
+                        log.warning("message %s: duplicate (already in the trail), skipped",
+                                    message.name)
+                    elif result.discarded is not None:
+                        log.warning("discarded: %s", result.discarded)
+                    progress.tick(stats)
+                pipeline.finish()
+            finally:  # what was written before an error is kept: make it durable first
+                progress.done()
+                if not writer.broken:
+                    pipeline.mark_durable(writer.flush_durable())
+        finally:
+            writer.close()
+            if pipeline.discard is not None:
+                pipeline.discard.close()
+            print(stats.summary())
+            if stats.discarded:
+                print(f"discarded messages: {settings.error.file}")
+            sys.stdout.flush()
     if trail.defs:
         print(f"definitions: {trail.defs}")
-    log.debug("replay of %d messages took %.2f s", stats.messages, elapsed)
+    log.debug("replay of %d messages took %.2f s", stats.messages, time.monotonic() - started)
     return 0
 
 

@@ -1,9 +1,11 @@
 """``msgcap run --prop P [--max-idle SECONDS]``: capture from the broker or spool dir into the trail.
 
-Start-up order matters for exactly-once: the trail is recovered first (the checkpoint only
-checks it), the pipeline continues from what the trail holds, and only then is the source
-connected, so every redelivered message meets the duplicate rule. SIGTERM/SIGINT finish the
-open transaction and stop cleanly (a second signal stops at once); a summary is always printed.
+Start-up order matters for exactly-once: the locks of the checkpoint and the trail are taken
+first (one writer each), the trail is recovered from the checkpoint's durable position on, the
+pipeline continues from what the trail holds, and only then is the source connected, so every
+redelivered message meets the duplicate rule. SIGTERM/SIGINT finish the open transaction and
+stop cleanly (a second signal stops at once); a summary with the durable position is always
+printed, and an error that stops the run goes to the log as well as to stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 HELP = "capture messages from a broker or spool directory into the trail"
 
@@ -31,17 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gendef.build import build_definitions
-    from gendef.logsetup import configure_logging
-    from msgcap.archive import Archive
-    from msgcap.assembler import Assembler, ImageRules, Restart
-    from msgcap.capture import Capture
-    from msgcap.checkpoint import CheckpointFile
-    from msgcap.pipeline import build_pipeline, write_trail_defs
-    from msgcap.report import HttpReport, Reporter
+    from gendef.logsetup import FILE_ONLY, configure_logging
+    from msgcap.lock import writer_locks
     from msgcap.sources import source_for
-    from msgcap.trail.writer import TrailWriter
-    from parsers.base import build_parser
+    from props.errors import MsgcapError
     from props.settings import load_settings
 
     settings = load_settings(args.prop)
@@ -49,17 +45,42 @@ def run(args: argparse.Namespace) -> int:
     if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):
         logging.getLogger("stomp.py").setLevel(logging.ERROR)
     source = source_for(settings)  # property errors before anything is touched
+    trail = settings.trail
+    try:
+        with writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
+                          trail=trail.path):
+            return _capture(args, settings, source)
+    except MsgcapError as exc:  # stderr gets it from the CLI, the log from here
+        log.error("stopped by an error: %s", exc, extra=FILE_ONLY)
+        raise
+    except Exception:
+        log.critical("stopped by an internal error", exc_info=True, extra=FILE_ONLY)
+        raise
+
+
+def _capture(args: argparse.Namespace, settings: Any, source: Any) -> int:
+    from gendef.build import build_definitions
+    from msgcap.archive import Archive
+    from msgcap.assembler import Assembler, ImageRules, Restart
+    from msgcap.capture import Capture
+    from msgcap.checkpoint import CheckpointFile
+    from msgcap.pipeline import build_pipeline, write_trail_defs
+    from msgcap.report import HttpReport, Reporter
+    from msgcap.trail.writer import TrailWriter
+    from parsers.base import build_parser
+    from props.errors import MsgcapError
+
     definitions = build_definitions(settings)
     parser = build_parser(settings, definitions)
     write_trail_defs(settings, definitions)
 
     trail = settings.trail
     checkpoints = CheckpointFile(settings.checkpoint_dir, trail.extract)
-    saved = checkpoints.load()
+    saved = checkpoints.load(trail.path)
     writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
                          uri=trail.uri)
-    recovery = writer.open(saved.position if saved else None)
+    recovery = writer.open(saved.recovery if saved else None)
     pipeline = build_pipeline(settings, writer, recovery, definitions=definitions, parser=parser,
                               last_message_id=saved.last_message_id if saved else None,
                               discard_sync=trail.sync != "none")
@@ -80,14 +101,13 @@ def run(args: argparse.Namespace) -> int:
         http = HttpReport(settings.report_http, pipeline.stats,
                           lambda: (capture.capturing, capture.connected, capture.trail_bytes))
         http.start()
-        log.info("health and metrics on http://%s:%d/", *http.address[:2])
+        log.info("health and metrics on %s", http.url)
 
     previous = {sig: signal.signal(sig, lambda *_: capture.stop())
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
              trail.path, recovery.seqno, recovery.rba, source.url)
     try:
-        os.makedirs(settings.checkpoint_dir, exist_ok=True)
         capture.recover_spill()
         source.open()
         capture.run()
@@ -95,16 +115,19 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         source.close()
-        writer.close()
+        try:
+            writer.close()
+        except MsgcapError as exc:  # the summary below says how far the trail is durable
+            log.error("could not close the trail: %s", exc)
         if archive is not None:
             archive.close()
         if pipeline.discard is not None:
             pipeline.discard.close()
         if http is not None:
             http.close()
-        summary = reporter.report("summary")
-        print(summary)
+        stats = pipeline.stats
+        print(reporter.report("summary"))
         sys.stdout.flush()
-        log.info("stopped: %d messages, %d transactions", pipeline.stats.messages,
-                 pipeline.stats.transactions)
+        log.info("stopped: %d messages, %d transactions written; %s", stats.messages,
+                 stats.transactions, stats.trail_status())
     return 0

@@ -3,14 +3,17 @@
 For demos, tests and load (properties.md §13): each dump entry is sent with its headers to
 ``jms.destination`` on the first reachable ``jms.url`` broker, persistent unless the entry says
 otherwise. Text bodies go without ``content-length`` (JMS TextMessage), ``body_b64`` bodies with
-it (BytesMessage). The last frame asks for a receipt, so when the command returns the broker has
-every message. With ``jms.url=dir:PATH`` each message becomes a ``.msg.json`` file (temporary
+it (BytesMessage). Every ``RECEIPT_EVERY``-th frame and the last one ask for a receipt (without
+waiting for it), so when the command returns the broker has every message, and when the broker
+fails part-way the error says how many it confirmed: ``--skip N`` resends from there without
+duplicating them. With ``jms.url=dir:PATH`` each message becomes a ``.msg.json`` file (temporary
 name, then rename) that the spool source reads in send order.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -27,6 +30,7 @@ log = logging.getLogger("msgcap.send")
 _NOT_SENT = frozenset(("message-id", "destination", "timestamp", "redelivered", "subscription",
                        "ack", "content-length", "receipt", "transaction", "expires"))
 RECEIPT_TIMEOUT = 120.0
+RECEIPT_EVERY = 500  # frames between receipt requests: what a failure can leave unconfirmed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="each line of a DUMP is one message body (no headers)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="send the whole input N times (load tests; default 1)")
+    parser.add_argument("--skip", type=int, default=0, metavar="N",
+                        help="do not send the first N messages (resume after a failure that "
+                             "reported N confirmed messages)")
     parser.add_argument("dumps", nargs="+", metavar="DUMP",
                         help="JSON Lines dumps (*.jsonl), text-line files with --lines, or one "
                              "message per file; globs and directories in name order")
@@ -55,11 +62,14 @@ def run(args: argparse.Namespace) -> int:
     jms = settings.jms
     if not jms.url:
         raise PropertyError("required by msgcap send", prop="jms.url")
+    if args.skip < 0:
+        raise PropertyError("must not be negative", prop="--skip")
     paths = expand_inputs(args.dumps)
 
     def messages() -> Iterable[Any]:
-        for _ in range(max(args.repeat, 0)):
-            yield from read_messages(paths, lines=args.lines)
+        every = (m for _ in range(max(args.repeat, 0))
+                 for m in read_messages(paths, lines=args.lines))
+        return itertools.islice(every, args.skip, None)
 
     started = time.monotonic()
     if jms.url[0].startswith("dir:"):
@@ -71,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         count, where = send_to_broker(settings, messages())
     elapsed = time.monotonic() - started
     rate = count / elapsed if elapsed > 0 else 0.0
-    print(f"sent {count} messages to {where} ({rate:,.0f} messages/s)")
+    skipped = f" after skipping {args.skip}" if args.skip else ""
+    print(f"sent {count} messages{skipped} to {where} ({rate:,.0f} messages/s)")
     return 0
 
 
@@ -87,29 +98,41 @@ def frame_of(message: Any) -> tuple[bytes, dict[str, str]]:
 
 
 class _SendListener:
-    """Records receipts and ERROR frames (stomp.py's receiver thread only sets events)."""
+    """Records receipts, ERROR frames and a lost connection (stomp.py's receiver thread only
+    records; the sending thread decides). Receipt ids are ``send-<messages sent>``."""
 
     def __init__(self) -> None:
-        self.receipts: dict[str, threading.Event] = {}
+        self.confirmed = 0  # messages the broker confirmed, by the highest receipt received
+        self.last = threading.Event()  # the receipt of the last frame, or a failure
+        self.last_id = ""
         self.failure: list[str] = []
         self.answered = threading.Event()  # CONNECTED, ERROR or a closed connection
+        self.connected = False
 
     def on_connected(self, frame: Any) -> None:
-        self.answered.set()
-
-    def on_disconnected(self) -> None:
+        self.connected = True
         self.answered.set()
 
     def on_receipt(self, frame: Any) -> None:
-        event = self.receipts.get(frame.headers.get("receipt-id", ""))
-        if event is not None:
-            event.set()
+        receipt = frame.headers.get("receipt-id", "")
+        count = receipt.removeprefix("send-")
+        if count.isdigit():
+            self.confirmed = max(self.confirmed, int(count))
+        if receipt == self.last_id:
+            self.last.set()
 
     def on_error(self, frame: Any) -> None:
         self.failure.append(frame.headers.get("message", "ERROR frame"))
         self.answered.set()
-        for event in self.receipts.values():
-            event.set()
+        self.last.set()
+
+    def on_disconnected(self) -> None:
+        # before CONNECTED the caller works out why (a refused TLS client certificate looks
+        # like a closed connection); afterwards it is a failure of the sending
+        if self.connected:
+            self.failure.append("the broker closed the connection")
+        self.answered.set()
+        self.last.set()
 
 
 def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
@@ -134,7 +157,7 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
     errors: list[str] = []
     for endpoint in endpoints:
         listener = _SendListener()
-        receipts, failure = listener.receipts, listener.failure
+        failure = listener.failure
         conn = stomp.Connection12([(endpoint.host, endpoint.port)], auto_decode=False,
                                   auto_content_length=False, heartbeats=(0, 0),
                                   reconnect_attempts_max=1, try_loopback_connect=False,
@@ -159,26 +182,30 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
                 reason = tls_failure(endpoint, tls, reason)  # raises for a certificate problem
             errors.append(f"{endpoint.url}: {reason}")
             continue
+        failure.clear()  # from here on a lost connection is a failure of the sending
         count = 0
         try:
             pending: tuple[bytes, dict[str, str]] | None = None
             for message in messages:
                 if pending is not None:
-                    conn.send(jms.destination, pending[0], headers=pending[1])
+                    _send(conn, jms.destination, pending, count + 1)
                     count += 1
+                if failure:
+                    raise SourceError(failure[0], url=endpoint.url)
                 pending = frame_of(message)
             if pending is not None:  # the last one with a receipt: all earlier are in, too
-                receipt = f"send-{count}"
-                receipts[receipt] = threading.Event()
-                conn.send(jms.destination, pending[0], headers={**pending[1],
-                                                                "receipt": receipt})
+                listener.last_id = f"send-{count + 1}"
+                _send(conn, jms.destination, pending, count + 1, last=True)
                 count += 1
-                if not receipts[receipt].wait(RECEIPT_TIMEOUT) or failure:
-                    raise SourceError("the broker did not confirm the messages: "
-                                      + (failure[0] if failure else "no receipt"),
+                if not listener.last.wait(RECEIPT_TIMEOUT) and not failure:
+                    failure.append(f"no receipt within {RECEIPT_TIMEOUT:.0f} s")
+                if listener.confirmed < count:
+                    raise SourceError(failure[0] if failure else "no receipt",
                                       url=endpoint.url)
-        except (StompException, OSError) as exc:
-            raise SourceError(f"sending failed after {count} messages: {exc}",
+        except (StompException, OSError, SourceError) as exc:
+            reason = exc.reason if isinstance(exc, SourceError) else (str(exc) or type(exc)
+                                                                      .__name__)
+            raise SourceError(_partial(reason, count, listener.confirmed),
                               url=endpoint.url) from None
         finally:
             try:
@@ -187,6 +214,25 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
                 pass
         return count, f"{endpoint.url} {jms.destination}"
     raise SourceError("no broker reachable: " + "; ".join(errors), url=",".join(jms.url))
+
+
+def _send(conn: Any, destination: str, frame: tuple[bytes, dict[str, str]], number: int, *,
+          last: bool = False) -> None:
+    """SEND message ``number`` (1-based); every RECEIPT_EVERY-th and the last ask a receipt."""
+    headers = frame[1]
+    if last or number % RECEIPT_EVERY == 0:
+        headers = {**headers, "receipt": f"send-{number}"}
+    conn.send(destination, frame[0], headers=headers)
+
+
+def _partial(reason: str, sent: int, confirmed: int) -> str:
+    """What a failure part-way leaves: confirmed messages are on the broker, the rest may be."""
+    text = (f"sending failed after {sent} messages ({reason}); the broker confirmed the first "
+            f"{confirmed}")
+    if confirmed < sent:
+        text += (f", messages {confirmed + 1}–{sent} may or may not have arrived; resend with "
+                 f"--skip {confirmed} (adding any earlier --skip)")
+    return text
 
 
 def send_to_spool(path: str, messages: Iterable[Any]) -> int:

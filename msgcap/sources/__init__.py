@@ -25,7 +25,7 @@ def source_for(settings: Any) -> Source:
         if len(urls) != 1:
             raise PropertyError("dir:PATH cannot be part of a failover list", prop="jms.url")
         from msgcap.sources.spool import SpoolSource
-        return SpoolSource(urls[0])
+        return SpoolSource(urls[0], min_age=jms.spool_minage)
     if not jms.destination:
         raise PropertyError("required for a STOMP source", prop="jms.destination")
     from msgcap.sources.stomp import StompSource

@@ -6,7 +6,8 @@ far the trail has got:
 * ``receive(timeout)`` returns the next message, or ``None`` when none arrived in time (the loop
   uses that to end a commit group). It raises ``Redelivery`` when the connection was lost and
   re-established: every message not yet acknowledged will be delivered again, so the loop must drop
-  whatever is not durable (the open transaction, the messages it was holding).
+  whatever is not durable (the open transaction, the messages it was holding). It raises
+  ``Unreadable`` for a message that cannot be read as one (for ``error.policy``).
 * ``ack(done, discarded)`` says these messages are durable (in the trail, the discard file or the
   capture's spill journal): the source may forget them for good. It sets ``message.ack`` to None
   and skips messages whose handle is None, so a message is never acknowledged twice.
@@ -23,10 +24,21 @@ from collections.abc import Sequence
 from typing import Self
 
 from parsers.model import Message
+from props.errors import MessageError
 
 
 class Redelivery(Exception):
     """The connection was lost and is back: unacknowledged messages will come again."""
+
+
+class Unreadable(Exception):
+    """Raised by ``receive``: a message arrived but cannot be read as one (a malformed
+    ``.msg.json`` spool file). The capture applies ``error.policy`` to it as to a message the
+    parser refuses: ``discard`` records and acknowledges it, ``abend`` stops with ``error``."""
+
+    def __init__(self, message: Message, error: MessageError) -> None:
+        super().__init__(str(error))
+        self.message, self.error = message, error
 
 
 class Source(ABC):

@@ -4,24 +4,43 @@ Producers write under a temporary name (``.x``, ``*.tmp``, ``*.part``) and renam
 consumed in byte-wise name order. A file stays where it is until its transactions are durable,
 then moves to ``PATH/.done/`` (discarded ones to ``PATH/.error/``) and the directories are
 fsynced, so a crash at any point leaves every undone message in ``PATH`` to be read again.
+
+Nothing outside the directory is ever read: every operation is relative to a descriptor of the
+directory (``dir_fd``), files are opened with ``O_NOFOLLOW`` (a symbolic link is refused, not
+followed) and ``O_NONBLOCK`` (a FIFO cannot stall capture), and the opened descriptor must be a
+regular file with one link (a hard link can make a file from elsewhere appear here). Anything
+else is left in place with one warning and not looked at again until it is replaced (another
+inode under its name) or msgcap restarts. ``jms.spool.minage`` serves producers that cannot
+rename: a file is read once it has not changed for that long; a younger one (and every file
+after it in name order) waits.
+
+A ``.msg.json`` file that is not a message in the dump form is not a source failure: it reaches
+the capture as ``Unreadable``, for ``error.policy`` (``discard`` moves it to ``.error/``).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
+import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from msgcap.dumps import message_from_entry
-from msgcap.sources.base import Source
+from msgcap.dumps import message_from_entry, text_or_bytes
+from msgcap.sources.base import Source, Unreadable
 from parsers.model import Message
-from props.errors import SourceError
+from props.errors import MessageError, SourceError
+
+log = logging.getLogger("msgcap.source")
 
 POLL_SECONDS = 1.0
 DONE_DIR, ERROR_DIR = ".done", ".error"
+_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 def is_message_name(name: str) -> bool:
@@ -36,30 +55,65 @@ def spool_path(url: str) -> str:
     return url[4:]
 
 
+class _NotYet(Exception):
+    """The file changed less than ``min_age`` seconds ago; it is ready at ``ready_at``."""
+
+    def __init__(self, ready_at: float) -> None:
+        self.ready_at = ready_at
+
+
 class SpoolSource(Source):
     """Reads ``dir:PATH``; polls once per second when no file is ready."""
 
-    def __init__(self, url: str, *, poll: float = POLL_SECONDS) -> None:
+    def __init__(self, url: str, *, poll: float = POLL_SECONDS, min_age: float = 0.0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.url = url
         self.path = spool_path(url)
         self._poll = poll
+        self.min_age = min_age
+        self._clock = clock  # wall clock, compared with file modification times
         self._pending: deque[str] = deque()
         self._inflight: set[str] = set()
+        self._refused: dict[str, int] = {}  # name → inode, warned about once, left in place
         self._next_list = 0.0
         self._wake = threading.Event()
+        self._dir: int | None = None
+        self._subdirs: dict[str, int] = {}
 
     def open(self) -> None:
-        if not os.path.isdir(self.path):
-            raise SourceError("spool directory does not exist", url=self.url)
+        try:
+            self._dir = os.open(self.path, _OPEN_DIR)
+        except FileNotFoundError:
+            raise SourceError("spool directory does not exist", url=self.url) from None
+        except OSError as exc:
+            raise SourceError(f"cannot open the spool directory: {exc.strerror or exc}",
+                              url=self.url) from None
         for sub in (DONE_DIR, ERROR_DIR):
-            os.makedirs(os.path.join(self.path, sub), exist_ok=True)
+            try:
+                os.mkdir(sub, 0o755, dir_fd=self._dir)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise SourceError(f"cannot create {sub}: {exc.strerror or exc}",
+                                  url=self.url) from None
+            try:  # never a link: discarded and done files must stay inside
+                self._subdirs[sub] = os.open(sub, _OPEN_DIR | os.O_NOFOLLOW, dir_fd=self._dir)
+            except OSError:
+                raise SourceError(f"{sub} is not a directory (a link or a file?)",
+                                  url=self.url) from None
 
     def receive(self, timeout: float) -> Message | None:
         deadline = time.monotonic() + timeout
         while True:
             while self._pending:
                 name = self._pending.popleft()
-                message = self._read(name)
+                try:
+                    message = self._read(name)
+                except _NotYet as later:  # it and every later name wait (name order)
+                    self._pending.clear()
+                    wait = max(later.ready_at - self._clock(), 0.01)
+                    self._next_list = time.monotonic() + min(wait, self._poll)
+                    break
                 if message is not None:
                     self._inflight.add(name)
                     return message
@@ -77,40 +131,81 @@ class SpoolSource(Source):
                 return None
 
     def _list(self) -> None:
+        names = []
         try:
-            with os.scandir(self.path) as it:
-                names = [e.name for e in it
-                         if is_message_name(e.name) and e.name not in self._inflight
-                         and e.is_file()]
+            with os.scandir(self._dir) as it:
+                for entry in it:
+                    name = entry.name
+                    if (not is_message_name(name) or name in self._inflight
+                            or self._refused.get(name) == entry.inode()):
+                        continue
+                    if entry.is_file(follow_symlinks=False):
+                        names.append(name)
+                    else:
+                        self._refuse(name, entry.inode(), "a symbolic link" if
+                                     entry.is_symlink() else "not a regular file")
         except OSError as exc:
             raise SourceError(f"cannot list: {exc.strerror or exc}", url=self.url) from None
         names.sort(key=os.fsencode)
         self._pending.extend(names)
 
-    def _read(self, name: str) -> Message | None:
-        path = os.path.join(self.path, name)
+    def _refuse(self, name: str, inode: int, why: str) -> None:
+        self._refused[name] = inode
+        log.warning("%s: %s: %s; left in place, not read", self.url, name, why)
+
+    def _inode(self, name: str) -> int:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-                mtime = os.fstat(fh.fileno()).st_mtime_ns
+            return os.stat(name, dir_fd=self._dir, follow_symlinks=False).st_ino
+        except OSError:
+            return -1  # gone: nothing to remember
+
+    def _read(self, name: str) -> Message | None:
+        """The message of file ``name``; None when it is gone or refused."""
+        try:
+            fd = os.open(name, _OPEN_FILE, dir_fd=self._dir)
         except FileNotFoundError:
             return None  # taken away since the listing
         except OSError as exc:
-            raise SourceError(f"cannot read {name}: {exc.strerror or exc}", url=self.url) from None
-        headers = {"message-id": name, "timestamp": str(mtime // 1_000_000),
+            if exc.errno in (errno.ELOOP, errno.EMLINK):  # a link, since the listing
+                self._refuse(name, self._inode(name), "a symbolic link")
+                return None
+            raise SourceError(f"cannot read {name}: {exc.strerror or exc}", url=self.url) \
+                from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                self._refuse(name, st.st_ino, "not a regular file")
+                return None
+            if st.st_nlink != 1:
+                self._refuse(name, st.st_ino, f"a file with {st.st_nlink} hard links (it may "
+                             "be a file from elsewhere); copy it in instead")
+                return None
+            if self.min_age:
+                ready_at = st.st_mtime + self.min_age
+                if self._clock() < ready_at:
+                    raise _NotYet(ready_at)
+            data = _read_all(fd)
+            if self.min_age and os.fstat(fd).st_mtime_ns != st.st_mtime_ns:
+                raise _NotYet(self._clock() + self.min_age)  # still being written
+        except OSError as exc:
+            raise SourceError(f"cannot read {name}: {exc.strerror or exc}", url=self.url) \
+                from None
+        finally:
+            os.close(fd)
+        headers = {"message-id": name, "timestamp": str(st.st_mtime_ns // 1_000_000),
                    "destination": self.url}
+        path = os.path.join(self.path, name)
         if name.endswith(".msg.json"):
             try:
                 entry = message_from_entry(json.loads(data), path)
-            except ValueError as exc:
-                raise SourceError(f"not a JSON message: {exc}", url=path) from None
+            except (ValueError, SourceError) as exc:  # ValueError: bad JSON or UTF-8
+                self._inflight.add(name)
+                raise Unreadable(Message(name, headers, text_or_bytes(data), name, path),
+                                 MessageError(f"not a JSON message: {exc}", source=path)) \
+                    from None
             headers.update(entry.headers)
             return Message(entry.id, headers, entry.body, name, path)
-        try:
-            body: str | bytes = data.decode("utf-8")
-        except UnicodeDecodeError:
-            body = data
-        return Message(name, headers, body, name, path)
+        return Message(name, headers, text_or_bytes(data), name, path)
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         if not done and not discarded:
@@ -122,13 +217,17 @@ class SpoolSource(Source):
                     continue  # acknowledged already (spilled)
                 message.ack = None
                 try:
-                    os.replace(os.path.join(self.path, name), os.path.join(self.path, sub, name))
+                    os.replace(name, name, src_dir_fd=self._dir,
+                               dst_dir_fd=self._subdirs[sub])
                 except FileNotFoundError:
                     pass  # moved by someone else; nothing left to redo
+                except OSError as exc:
+                    raise SourceError(f"cannot move {name} to {sub}: {exc.strerror or exc}",
+                                      url=self.url) from None
                 self._inflight.discard(name)
         for sub in ((DONE_DIR,) if done else ()) + ((ERROR_DIR,) if discarded else ()):
-            _fsync_dir(os.path.join(self.path, sub))
-        _fsync_dir(self.path)
+            os.fsync(self._subdirs[sub])
+        os.fsync(self._dir)
 
     def interrupt(self) -> None:
         self._wake.set()
@@ -136,11 +235,14 @@ class SpoolSource(Source):
     def close(self) -> None:
         self._pending.clear()
         self._inflight.clear()
+        for fd in (self._dir, *self._subdirs.values()):
+            if fd is not None:
+                os.close(fd)
+        self._dir, self._subdirs = None, {}
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -27,6 +27,7 @@ from msgcap.trail.reader import (
     Record,
 )
 from msgcap.trail.records import IOTYPE_TRUNCATE, OP_NAMES
+from props.text import escape
 
 log = logging.getLogger("msgcap.trail")
 
@@ -198,7 +199,7 @@ def record_text(rec: Record, decoder: TableDecoder | None) -> str:
         "",
         (f"{julian_to_iso(rec.io_time)} {TEXT_OPS.get(rec.iotype, f'IOType {rec.iotype}'):<20} "
         f"Len {rec.rec_length:>5} RBA {rec.rba}"),
-        f"Name: {rec.table}",
+        f"Name: {escape(rec.table)}",
     ]
     image = "After  Image:" if rec.before_after == "A" else "Before Image:"
     letter = _TRANSIND_LETTER[ind] if ind < 4 else "?"

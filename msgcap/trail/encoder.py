@@ -44,6 +44,7 @@ from msgcap.trail.records import (
     TrailTransaction,
 )
 from props.errors import MessageError
+from props.text import quoted
 
 _BEFORE_AFTER = {"A": 0x41, "B": 0x42}
 
@@ -125,15 +126,20 @@ class TrailEncoder:
         for name, value in (("TXNAME", tx.txname), ("TXOWNER", tx.txowner)):
             if value is not None:
                 if "\x00" in value:
-                    raise MessageError(f"{name} {value!r} contains a NUL character")
+                    raise MessageError(f"{name} {quoted(value)} contains a NUL character")
                 parts.append(name.encode() + b"\x00" + value.encode() + b"\x00")
-        return b"".join(parts)
+        out = b"".join(parts)
+        if len(out) > MAX_RECORD - 64:
+            raise MessageError(f"TXNAME and TXOWNER of {len(out)} bytes are too long for the "
+                               "trail's user tokens")
+        return out
 
     def _tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
         """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
-        if len(sb) > MAX_RECORD - 64:
-            raise MessageError(f"seqid of {len(sb)} bytes is too long for a token")
+        if len(sb) + len(tb) > MAX_RECORD - 64:
+            raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are too "
+                               "long for the trail's tokens")
         return (self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)) + tb
                 + self._head(TOKEN_VAMSEQID, 0, len(sb)) + sb + u)
 

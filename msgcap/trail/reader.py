@@ -432,8 +432,10 @@ class TrailReader:
     """Records of trail files in order, following roll-over; typed columns with definitions.
 
     ``paths``: files in the order given; with ``follow`` (default), after the last one the
-    reader continues with ``<prefix><seqno+1>`` while such files exist. ``start_rba`` positions
-    the first file. ``tail`` is set when reading stopped at a partial tail.
+    reader continues with ``<prefix><seqno+1>`` while such files exist; when that file is missing
+    but a later one of the sequence exists, the gap is logged as a warning, recorded in ``gaps``
+    (missing file, the file read next) and reading goes on there. ``start_rba`` positions the
+    first file. ``tail`` is set when reading stopped at a partial tail.
     """
 
     def __init__(self, paths: list[str] | str, definitions: Definitions | None = None, *,
@@ -443,6 +445,7 @@ class TrailReader:
         self.start_rba = start_rba
         self.follow = follow
         self.tail: Tail | None = None
+        self.gaps: list[tuple[str, str]] = []
         self._decoders: dict[tuple[str, str], TableDecoder] = {}
         self.current: TrailFile | None = None
 
@@ -460,9 +463,17 @@ class TrailReader:
             if not queue and self.follow:
                 parts = split_trail_name(path)
                 if parts:
-                    nxt = trail_file_name(parts[0], parts[1] + 1, parts[2])
+                    prefix, seqno, width = parts
+                    nxt = trail_file_name(prefix, seqno + 1, width)
                     if os.path.exists(nxt):
                         queue.append(nxt)
+                        continue
+                    later = [p for s, p in sequence_files(prefix, width) if s > seqno]
+                    if later:
+                        self.gaps.append((nxt, later[0]))
+                        log.warning("%s is missing: the trail has a gap; going on with %s",
+                                    nxt, later[0])
+                        queue.append(later[0])
 
     def __iter__(self) -> Iterator[Record]:
         first = True

@@ -9,6 +9,7 @@ anything is appended: the writer never appends after bytes it has not read back.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -77,20 +78,32 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _scan(seqno: int, path: str) -> _Scan:
-    """Read one file forwards; the valid prefix ends at the first partial or invalid record."""
+def _scan(seqno: int, path: str, start: int | None = None) -> _Scan:
+    """Read one file forwards from ``start`` (default: its first record); the valid prefix ends
+    at the first partial or invalid record."""
     with TrailFile(path) as tf:
         if tf.header is None:
             return _Scan(seqno, path, tf.size, None, None)
         s = _Scan(seqno, path, tf.size, tf.data_start, tf.header.byteorder)
         try:
-            for rec in tf.records():
+            for rec in tf.records(start):
                 if rec.transind in (TRANSIND_END, TRANSIND_WHOLE):
                     s.last_end = rec.end
                     s.last = (rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba)
         except TrailError as exc:
             log.warning("trail recovery: %s", exc)
     return s
+
+
+def check_continuity(prefix: str, files: list[tuple[int, str]], width: int) -> None:
+    """A trail's files must follow each other: a missing one is data lost for every reader."""
+    for (a, _), (b, path) in itertools.pairwise(files):
+        if b != a + 1:
+            missing = trail_file_name(prefix, a + 1, width)
+            more = f" (and {b - a - 2} more)" if b - a > 2 else ""
+            raise TrailError(f"trail file {missing}{more} is missing before {path}: the trail's "
+                             "files must be continuous; restore it, or move the files after the "
+                             "gap away", file=prefix)
 
 
 class TrailWriter:
@@ -138,15 +151,22 @@ class TrailWriter:
 
     # -- opening and recovery ------------------------------------------------------------------
 
-    def open(self, durable: Position | None = None) -> Recovery:
-        """Recover the trail (§14) and get ready to append; ``durable`` is the checkpoint's
-        durable position: a trail whose last complete transaction ends before it is an error."""
+    def open(self, durable: Position | Recovery | None = None) -> Recovery:
+        """Recover the trail (§14) and get ready to append.
+
+        ``durable`` is the checkpoint's durable position (a ``Recovery`` also carries the last
+        seqid, ordinal, txid and transaction number the checkpoint recorded there). With it,
+        recovery reads only what follows it: the record ending there must end a transaction
+        (and match the checkpoint), and a trail that ends before it is an error, nothing
+        truncated. Without it, the newest files are scanned back to the last transaction end.
+        """
         if self._fd is not None:
             raise TrailError("trail writer is already open", file=self._file)
         d = os.path.dirname(self.path)
         if d:
             os.makedirs(d, exist_ok=True)
         files = sequence_files(self.path, self.seqlen)
+        check_continuity(self.path, files, self.seqlen)
         if not files:
             if durable is not None and durable.rba > 0:
                 raise TrailError(f"the trail is empty but the checkpoint's durable position is "
@@ -155,13 +175,20 @@ class TrailWriter:
             self._create(0)
             self.durable = self.position
             return Recovery(seqno=0, rba=self._size, file=self._file)
+        floor = None
+        if durable is not None:  # only what follows the durable position is read
+            floor = self._durable_floor(files, durable)
+            files = [f for f in files if f[0] >= durable.seqno]
         scans: list[_Scan] = []
         for seqno, path in reversed(files):
-            s = _scan(seqno, path)
+            start = durable.rba if durable is not None and seqno == durable.seqno else None
+            s = _scan(seqno, path, start)
             scans.append(s)
             if s.last_end is not None:
                 break
         newest, found = scans[0], scans[-1]
+        if found.last_end is None and durable is not None:  # nothing complete after it
+            found.last_end, found.last = durable.rba, floor
         r_end = found.last_end if found.last_end is not None else (found.header_len or 0)
         # continue in the next file when R ends its file and the next one is only a header
         later = scans[:-1]  # newer files than R's, newest first
@@ -171,11 +198,6 @@ class TrailWriter:
                 and nxt.header_len is not None and nxt.size == nxt.header_len):
             target, cut_to = nxt, nxt.header_len
             later = later[:-1]
-        if durable is not None and (target.seqno, cut_to) < (durable.seqno, durable.rba):
-            raise TrailError(
-                f"the trail's last complete transaction ends at seqno {found.seqno} RBA {r_end}, "
-                f"before the durable checkpoint position seqno {durable.seqno} RBA "
-                f"{durable.rba}: durable data is damaged; nothing was truncated", file=found.path)
         other_order = target.byteorder is not None and target.byteorder != self.byteorder
         deleted = []
         truncated = 0
@@ -208,6 +230,56 @@ class TrailWriter:
                            truncated, tuple(deleted))
         self.durable = self.position
         return rec
+
+    def _durable_floor(self, files: list[tuple[int, str]], durable: Position | Recovery
+                       ) -> tuple[str | None, int, str | None, int] | None:
+        """(seqid, ordinal, txid, transaction number) of the last transaction that ends at the
+        durable position, read from the trail there (one record, whatever the trail's size);
+        None when no transaction precedes it."""
+        def damaged(reason: str, path: str = self.path, rba: int | None = None) -> TrailError:
+            return TrailError(f"{reason}; the checkpoint's durable position is seqno "
+                              f"{durable.seqno} RBA {durable.rba}: durable data is damaged or "
+                              "missing; nothing was truncated", file=path, rba=rba)
+        paths = dict(files)
+        path = paths.get(durable.seqno)
+        if path is None:
+            newest = files[-1][0]
+            raise damaged(f"the trail ends with seqno {newest}" if durable.seqno > newest else
+                          f"the trail file of seqno {durable.seqno} is missing")
+        given = None
+        if isinstance(durable, Recovery) and durable.last_seqid is not None:
+            given = (durable.last_seqid, durable.last_audit_pos, durable.last_txid,
+                     durable.txnum)
+        with TrailFile(path) as tf:
+            if tf.header is None or tf.size < durable.rba or durable.rba < tf.data_start:
+                raise damaged(f"the file ends at RBA {tf.size}", path)
+            if durable.rba > tf.data_start:
+                try:
+                    rec = next(tf.backward(durable.rba))
+                except TrailError as exc:
+                    raise damaged(f"no record ends at the durable position ({exc.reason})",
+                                  path, durable.rba) from None
+                if rec.transind not in (TRANSIND_END, TRANSIND_WHOLE):
+                    raise damaged("no transaction ends at the durable position", path,
+                                  durable.rba)
+                found = (rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba)
+                if given is not None and (given[0], given[3]) != (found[0], found[3]):
+                    raise TrailError(
+                        f"the checkpoint does not match the trail: it names seqid {given[0]} "
+                        f"of transaction {given[3]} at seqno {durable.seqno} RBA {durable.rba}, "
+                        f"the trail holds seqid {found[0]} of transaction {found[3]} there "
+                        "(a checkpoint of another trail, or a trail restored from elsewhere)",
+                        file=path, rba=durable.rba)
+                return found
+        previous = paths.get(durable.seqno - 1)
+        if previous is not None:  # the position starts its file: the last transaction ends
+            with TrailFile(previous) as tf:  # the previous one
+                for rec in tf.backward():
+                    return rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba
+        if given is None and durable.seqno > 0:
+            raise damaged(f"the files before seqno {durable.seqno} are gone and nothing "
+                          "says where the trail stood")
+        return given
 
     def _reopen(self, s: _Scan, cut_to: int) -> None:
         fd = os.open(s.path, os.O_WRONLY)
@@ -400,7 +472,8 @@ class TrailWriter:
                 done += os.write(self._fd, view[done:])
         except OSError as exc:
             self._broken = f"write failed: {exc.strerror}"
-            raise TrailError(self._broken, file=self._file, rba=self._size) from None
+            where = os.lseek(self._fd, 0, os.SEEK_CUR)  # what reached the file ends here
+            raise TrailError(self._broken, file=self._file, rba=where) from None
 
     def _check(self, allow_open: bool = False) -> None:
         if self._fd is None:
@@ -418,6 +491,11 @@ class TrailWriter:
             self._buf.clear()
             self._buflen = 0
             self._write_all(data)
+
+    @property
+    def broken(self) -> bool:
+        """True after a failed write or fsync: nothing more can be appended until reopened."""
+        return self._broken is not None
 
     @property
     def in_transaction(self) -> bool:

@@ -7,25 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gendef.logsetup import PROJECT_LOGGERS, configure_logging
+from gendef.logsetup import configure_logging
 from props.errors import PropertyError
 from props.settings import LogSettings, Settings, TrailSettings
 
-
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    """configure_logging changes process-wide state; give other tests theirs back."""
-    root = logging.getLogger()
-    saved = (list(root.handlers), root.level,
-             {n: logging.getLogger(n).level for n in PROJECT_LOGGERS})
-    yield
-    for h in root.handlers:
-        if h not in saved[0]:
-            h.close()
-    root.handlers[:] = saved[0]
-    root.setLevel(saved[1])
-    for name, level in saved[2].items():
-        logging.getLogger(name).setLevel(level)
+pytestmark = pytest.mark.usefixtures("restore_logging")
 
 
 def _settings(level: str = "INFO", file: str | None = None) -> Settings:
@@ -96,3 +82,16 @@ def test_unopenable_log_file(tmp_path: Path) -> None:
     with pytest.raises(PropertyError, match=r"^p.properties:5: gg.log.file: cannot open"):
         configure_logging(_settings("INFO", str(blocker / "x.log")), command="msgcap",
                           log_to_file=True)
+
+
+def test_log_lines_cannot_be_forged(capsys: pytest.CaptureFixture[str]) -> None:
+    """A name from outside with a newline and an ANSI escape stays on its line, escaped."""
+    configure_logging(None, command="msgcap test", log_to_file=False)
+    forged = "0001\n2026-11-23 10:00:00 ERROR msgcap.run: FORGED LINE\x1b[31m.msg"
+    logging.getLogger("msgcap.test").warning("message %s: duplicate", forged)
+    logging.getLogger("msgcap.test").warning("value %s", "w" * 100_000)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and not any("\x1b" in line for line in lines)
+    assert lines[0] == ("msgcap test: WARNING: message 0001\\n2026-11-23 10:00:00 ERROR "
+                        "msgcap.run: FORGED LINE\\x1b[31m.msg: duplicate")
+    assert len(lines[1]) < 2100 and lines[1].endswith("… (100006 characters)")

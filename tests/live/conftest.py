@@ -72,6 +72,12 @@ class Work:
         self.prop.write_text("\n".join(lines) + "\n")
         return self.prop
 
+    def spool(self, **items: object) -> Path:
+        """The properties of a capture from ``dirspool`` (plus ``items``); the directory."""
+        (self.root / "dirspool").mkdir(exist_ok=True)
+        self.properties(jms_url="dir:dirspool", **items)
+        return self.root / "dirspool"
+
     def dump(self, name: str, bodies: Iterable[str]) -> Path:
         import json
 
@@ -100,6 +106,10 @@ class Work:
         out = open(self.root / "run.out", "a")  # noqa: SIM115 - owned by the process
         return subprocess.Popen([sys.executable, "-m", "msgcap.cli", *args], cwd=self.root,
                                 env=self.env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+
+    def seqids(self) -> list[str]:
+        """The VAMSEQID of every record, in trail order."""
+        return [seqid for seqid, _, _ in self.trail()]
 
     def trail(self) -> list[tuple[str, int, str]]:
         """(VAMSEQID, TransInd, TRANID) of every record, in trail order."""

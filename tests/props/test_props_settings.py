@@ -232,7 +232,7 @@ def test_ignored_quietly(caplog):
     ("jms.id=a b", "is not a header name"),
     ("jms.id=mod:fn:x", "is not module:function"),
     ("jms.report.output=screen", "'screen' is not one of report, log, both"),
-    ("jms.report.time=30", "is not <n>sec, <n>min or <n>hr"),
+    ("jms.report.time=30", "is not <n>sec, <n>min, <n>hr or <n>ms"),
     ("jms.report.time=0sec", "is not <n>sec"),
     ("jms.report.time=5days", "is not <n>sec"),
     ("jms.report.records=0", "out of range"),

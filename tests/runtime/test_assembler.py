@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from gendef.model import Table, number_column, varchar_column
 from msgcap.assembler import Assembler, ImageRules, Restart
+from msgcap.msgid import IdWidthError
 from msgcap.trail.records import (
     IOTYPE_DELETE,
     IOTYPE_FIELDCOMP,
@@ -269,10 +270,12 @@ def test_duplicate_span_over_messages_is_skipped():
     assert asm.open_transaction is None
 
 
-def test_seqid_width_change_is_an_error():
+def test_seqid_width_change_stops_capture():
+    """Never a MessageError: error.policy=discard must not skip it (properties.md §14 #19)."""
     asm = Assembler(restart=Restart("0005", 0))
-    with pytest.raises(MessageError, match="fixed-width"):
+    with pytest.raises(IdWidthError, match="fixed-width") as caught:
         asm.add(msg(), [op(seqid="00006")])
+    assert not isinstance(caught.value, MessageError)
 
 
 # -- property: FieldComp = keys + changed columns + columns without a before value ---------------

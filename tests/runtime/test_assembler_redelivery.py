@@ -12,6 +12,7 @@ import pytest
 
 from gendef.model import Table, number_column, varchar_column
 from msgcap.assembler import Assembler, Restart
+from msgcap.msgid import IdWidthError
 from parsers.model import Message, Op
 from props.errors import MessageError
 
@@ -153,5 +154,5 @@ def test_a_skipped_open_transaction_continued_after_the_mark_is_partly_written()
 
 def test_seqid_width_change_stays_an_error_while_open():
     asm = opened()
-    with pytest.raises(MessageError, match="fixed-width"):
+    with pytest.raises(IdWidthError, match="fixed-width"):
         asm.add(msg("bad"), [op("00004", W)])

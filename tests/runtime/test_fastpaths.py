@@ -52,6 +52,9 @@ def _run(asm, steps):
         except MessageError as exc:
             out.append(("error", exc.reason, exc.position, exc.source))
             continue
+        except IdWidthError as exc:  # stops capture: nothing after it
+            out.append(("fatal", str(exc)))
+            break
         out.append((outcome.ack_now, outcome.duplicate, outcome.skipped_transactions,
                     [(d.tx.txid, d.tx.txname, d.tx.txowner,
                       [(r.table.name, r.iotype, r.before_after, r.io_time, r.seqid, r.audit_pos,

@@ -262,3 +262,26 @@ def test_other_null_indicator_is_shown_raw(home, capsys, caplog) -> None:
     assert json.loads(lines[1])["columns"][0] == {"index": 0, "name": "CUST_CODE",
                                                   "null": False, "value": "0001000457494c4c"}
     assert "null indicator 0001" in caplog.text
+
+
+def test_a_gap_in_the_sequence_is_a_warning_and_dump_goes_on(home: Path, tcustmer: Table,
+                                                             example_time: int, capsys) -> None:
+    w = TrailWriter("dirdat/aa", sync="none")
+    w.open()
+    for seq in range(3, 6):  # files 1, 2 and 3 hold one transaction each
+        w._roll()
+        w.write_transaction(TrailTransaction(str(seq), [TrailRecord(
+            tcustmer, IOTYPE_INSERT, "A", example_time, f"{seq:020d}", 0,
+            ["C" + str(seq), "N", "C", "WA"])]))
+    w.close()
+    Path("dirdat/aa000000001").unlink()
+    assert main(["dump", "--json", "dirdat/aa"]) == 2
+    out, err = capsys.readouterr()
+    txids = [json.loads(line)["tokens"]["TRANID"] for line in out.splitlines()
+             if '"kind": "record"' in line]
+    assert txids == ["1", "2", "2", "2", "4", "5"]  # file 0, then 2 and 3 after the gap
+    assert err.splitlines() == [
+        ("msgcap dump: WARNING: dirdat/aa000000001 is missing: the trail has a gap; going on "
+         "with dirdat/aa000000002"),
+        ("msgcap dump: error: dirdat/aa000000001: the trail has a gap: dirdat/aa000000001 "
+         "missing (the files after it were shown)")]
