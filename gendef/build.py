@@ -35,6 +35,23 @@ _ITEMS = ("optype", "txind", "timestamp", "seqid", "txid", "txname", "txowner", 
           "schemaandtable")
 
 
+def copybook_schema(parser: FixedSettings) -> str | None:
+    """``fixed.schema`` in copybook mode; None: each message's table value names its schema."""
+    return parser.schema.text if isinstance(parser.schema, Const) else None
+
+
+def check_names_known(settings: Settings) -> None:
+    """Source definitions name every table; in copybook mode without ``fixed.schema`` the
+    schemas come with the messages, so they are not known before the messages are."""
+    parser = settings.parser
+    if isinstance(parser, FixedSettings) and parser.schematype == "copybook" \
+            and copybook_schema(parser) is None:
+        raise _error(settings, "fixed.schema",
+                     "needed to write source definitions: without it each message's table "
+                     "value names its own schema (SCHEMA.RECORD); set it, e.g. "
+                     "fixed.schema=${SCHEMA}, once per schema")
+
+
 def used_header_fields(parser: ParserCommon, header_fields: Iterable[str]) -> frozenset[str]:
     """The header fields some ``<p>.*`` item reads, configured or by its default name.
 
@@ -134,9 +151,6 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
 
     if not parser.copybook:
         raise _error(settings, "fixed.copybook", "required when fixed.schematype=copybook")
-    if not isinstance(parser.schema, Const):
-        raise _error(settings, "fixed.schema",
-                     'required when fixed.schematype=copybook (a constant such as "RETAIL")')
     copybook = compile_copybook_file(parser.copybook)
     header = copybook.record(parser.header) if parser.header else None
     if parser.header and header is None:
@@ -144,7 +158,7 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
                      f"header record {parser.header!r} is not an 01 record of "
                      f"{parser.copybook}")
     names = [f.name for f in column_fields(header)] if header is not None else []
-    defs = copybook_definitions(copybook, schema=parser.schema.text,
+    defs = copybook_definitions(copybook, schema=copybook_schema(parser),
                                 header=parser.header or None,
                                 used_header_fields=set(used_header_fields(parser, names)))
     users = user_definitions(parser.userdefs, "fixed")

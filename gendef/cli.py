@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from gendef.build import build_definitions
+from gendef.build import build_definitions, check_names_known
 from gendef.defgen import encode_defs, write_defs
 from gendef.logsetup import configure_logging
 from props.errors import MsgcapError
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
         settings = load_settings(args.prop)
         configure_logging(settings, command="gendef", log_to_file=False)
+        check_names_known(settings)
         defs = build_definitions(settings)
         if args.out:
             write_defs(defs, args.out)

@@ -371,7 +371,9 @@ def write_trail_defs(settings: Any, definitions: Any) -> str | None:
     path = settings.trail.defs
     if not path:
         return None
+    from gendef.build import check_names_known
     from gendef.defgen import write_defs
 
+    check_names_known(settings)
     write_defs(definitions, path)
     return path

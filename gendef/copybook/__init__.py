@@ -21,6 +21,7 @@ from gendef.copybook.compiler import compile_copybook, compile_copybook_file
 from gendef.copybook.definitions import (
     column_fields,
     copybook_definitions,
+    copybook_table_name,
     date_format_length,
     field_column,
 )
@@ -57,6 +58,6 @@ __all__ = [
     "MAX_BINARY_DIGITS", "MAX_FIELDS", "MAX_OCCURS", "MAX_RECORD_SIZE", "Copybook", "FieldLayout",
     "Item", "Odo", "Picture", "RecordLayout", "Token", "binary_size", "clean_name",
     "column_fields", "compile_copybook", "compile_copybook_file", "copybook_definitions",
-    "date_format_length", "field_column", "item_field", "layout_listing", "normalize_name",
+    "copybook_table_name", "date_format_length", "field_column", "item_field", "layout_listing", "normalize_name",
     "parse_picture", "tokenize", "unique_columns",
 ]

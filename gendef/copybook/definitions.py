@@ -48,11 +48,17 @@ def column_fields(record: RecordLayout) -> tuple[FieldLayout, ...]:
     return tuple(f for f in record.fields if not f.filler and not f.redefining)
 
 
-def copybook_definitions(copybook: Copybook, *, schema: str, header: str | None = None,
+def copybook_table_name(schema: str | None, record: str) -> str:
+    """``SCHEMA.RECORD``, or the record's name alone when messages bring the schema."""
+    name = normalize_name(record)
+    return f"{schema}.{name}" if schema else name
+
+
+def copybook_definitions(copybook: Copybook, *, schema: str | None, header: str | None = None,
                          used_header_fields: set[str] | frozenset[str] = frozenset()
                          ) -> Definitions:
-    """Every 01 record except the header → table ``<schema>.<RECORD>``; header fields that no
-    ``fixed.*`` item uses lead every table (sourcedefs.md §7.1)."""
+    """Every 01 record except the header → table ``<schema>.<RECORD>`` (``<RECORD>`` without a
+    schema); header fields that no ``fixed.*`` item uses lead every table (sourcedefs.md §7.1)."""
     head_fields: tuple[FieldLayout, ...] = ()
     if header is not None:
         rec = copybook.record(header)
@@ -74,5 +80,5 @@ def copybook_definitions(copybook: Copybook, *, schema: str, header: str | None 
                                     file=copybook.file, line=f.line, field=f.name)
             seen[n] = f
         columns = [field_column(f, n) for f, n in zip(fields, names)]
-        tables.append(Table.build(f"{schema}.{normalize_name(rec.name)}", columns))
+        tables.append(Table.build(copybook_table_name(schema, rec.name), columns))
     return Definitions(tuple(tables))

@@ -18,8 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gendef.build import load_source_definitions, shared_copybook, used_header_fields
-from gendef.copybook import FieldLayout, column_fields, normalize_name
+from gendef.build import (
+    copybook_schema,
+    load_source_definitions,
+    shared_copybook,
+    used_header_fields,
+)
+from gendef.copybook import FieldLayout, column_fields, copybook_table_name, normalize_name
 from gendef.model import DATETIME, Column, Definitions, Table
 from gendef.userdefs import user_definitions
 from parsers.decoders import lookup_codec
@@ -27,7 +32,7 @@ from parsers.timefmt import compile_format
 from parsers.values import FieldIndex, compile_items, compile_table
 from props.codepages import code_page
 from props.errors import DefinitionError, PropertyError
-from props.expr import Const, Field, normalize_field
+from props.expr import Field, normalize_field
 from props.settings import FixedSettings, Settings
 
 
@@ -89,6 +94,9 @@ class FixedPlan:
     header_length: int
     header: tuple[HeaderField, ...]
     tables: tuple[TablePlan, ...]
+    # copybook mode without fixed.schema: tables are named by their 01 record, and each message's
+    # table value brings its schema (SCHEMA.RECORD)
+    schema_from_message: bool = False
 
 
 def build_plan(settings: Settings, definitions: Definitions) -> FixedPlan:
@@ -135,7 +143,8 @@ def _plan(settings: Settings, f: FixedSettings, copybook: bool, header_name: str
           ) -> FixedPlan:
     return FixedPlan(_items(settings, f, header), settings.file,
                      tuple(settings.lines.items()), copybook, code_page(f.encoding).name,
-                     header_name, header_length, header, tuple(tables))
+                     header_name, header_length, header, tuple(tables),
+                     copybook and copybook_schema(f) is None)
 
 
 def _date_format(f: FixedSettings, table: Table, col: Column, own: str | None
@@ -178,13 +187,13 @@ def _copybook_plan(settings: Settings, f: FixedSettings, definitions: Definition
     columns = column_fields(header)
     used = {normalize_name(u) for u in used_header_fields(f, [x.name for x in columns])}
     lead = [x for x in columns if normalize_name(x.name) not in used and x.column not in used]
-    schema = _schema(settings, f)
+    schema = copybook_schema(f)
     hlen = header.length
     tables: list[TablePlan] = []
     for rec in copybook.records:
         if rec is header:
             continue
-        table = definitions.get(f"{schema}.{normalize_name(rec.name)}")
+        table = definitions.get(copybook_table_name(schema, rec.name))
         if table is None:
             continue
         fields = [(x, 0) for x in lead] + [(x, hlen) for x in column_fields(rec)]
@@ -202,13 +211,6 @@ def _copybook_plan(settings: Settings, f: FixedSettings, definitions: Definition
             tables.append(_columns_plan(trail, [], list(table.columns), hlen,
                                         table.record_length, f))
     return _plan(settings, f, True, header.name, hlen, head_fields, tables)
-
-
-def _schema(settings: Settings, f: FixedSettings) -> str:
-    if not isinstance(f.schema, Const):
-        raise _error(settings, "fixed.schema",
-                     'required when fixed.schematype=copybook (a constant such as "RETAIL")')
-    return f.schema.text
 
 
 def _odo(rec, fields: list[tuple[FieldLayout, int]], hlen: int) -> tuple[OdoPlan, ...]:

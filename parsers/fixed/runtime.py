@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from gendef.model import DATETIME, Definitions
+from gendef.model import DATETIME, Definitions, Table
 from parsers.base import ParserBase
 from parsers.decoders import decoder_for
 from parsers.fixed.plan import FixedPlan, TablePlan, build_plan
@@ -136,6 +136,7 @@ class FixedParser(ParserBase):
         self._by_slice: dict[str | bytes, _Table] = {}
         self._optypes: dict[str | bytes, str] = {}
         self._by_name: dict[str, _Table] = {}
+        self._named: dict[str, _Table] = {}  # SCHEMA.RECORD → its table (schema from messages)
         self._fast = self._compile_fast()
 
     def __reduce__(self):
@@ -299,11 +300,14 @@ class FixedParser(ParserBase):
         return tuple((g.index, g.start, g.end, g.text, g.raw) for g in self._header_gets)
 
     def _lookup(self, name: str) -> _Table:
-        table = self._definitions.get(name)
-        if table is None and self._copybook:
-            head, dot, tail = name.rpartition(".")
-            table = self._definitions.get(f"{head}{dot}{tail.upper().replace('-', '_')}")
-        plan = self._tables.get(table.name) if table is not None else None
+        if self.plan.schema_from_message:
+            plan = self._named_table(name)
+        else:
+            table = self._definitions.get(name)
+            if table is None and self._copybook:
+                head, dot, tail = name.rpartition(".")
+                table = self._definitions.get(f"{head}{dot}{tail.upper().replace('-', '_')}")
+            plan = self._tables.get(table.name) if table is not None else None
         if plan is None:
             raise MessageError(f"unknown table {name}"
                                + (" (no such 01 record)" if self._copybook else ""),
@@ -312,6 +316,24 @@ class FixedParser(ParserBase):
             self._by_name.clear()
         self._by_name[name] = plan
         return plan
+
+    def _named_table(self, name: str) -> _Table | None:
+        """``SCHEMA.RECORD`` without ``fixed.schema``: the record's table under the message's
+        schema, made once per name (the same Table object each time, as encoders expect)."""
+        found = self._named.get(name)
+        if found is not None:
+            return found
+        schema, _, record = name.rpartition(".")  # two parts at least (parsers.values)
+        template = self._tables.get(record.upper().replace("-", "_"))
+        if template is None:
+            return None
+        if len(self._named) >= _CACHE_SIZE:
+            raise MessageError(f"table {name}: more than {_CACHE_SIZE} tables named by messages",
+                               position=self._table_position)
+        table = template.table
+        found = self._named[name] = replace(
+            template, table=Table(f"{schema}.{table.name}", table.columns, table.record_length))
+        return found
 
     def _parse(self, message: Message) -> Op:
         body = message.body

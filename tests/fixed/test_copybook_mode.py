@@ -489,3 +489,46 @@ def test_user_defined_table_in_a_byte_message(make):
     for _ in range(2):  # the first message takes the general path, the next the fast one
         (op,) = parser.parse(msg(body))
         assert (op.table.name, op.after) == ("S.U", ["abc", "xy"])
+
+
+# -- without fixed.schema: the table value names the schema (properties.md §3.5, §4) ---------
+
+SCHEMALESS_CPY = """\
+       01  HEADER.
+           05  HDR-FUNCTION    PIC X.
+           05  HDR-TABLE       PIC X(20).
+       01  CUSTOMER.
+      * KEY
+           05  CUST-ID         PIC 9(4).
+           05  CUST-NAME       PIC X(10).
+"""
+SCHEMALESS_PROPS = """\
+parser.type=fixed
+fixed.schematype=copybook
+fixed.copybook=shop.cpy
+fixed.header=HEADER
+fixed.optype=HDR-FUNCTION
+fixed.table=HDR-TABLE
+fixed.timestamp=*ts
+"""
+
+
+def test_without_schema_each_message_names_its_schema(make):
+    parser = make(SCHEMALESS_PROPS, shop__cpy=SCHEMALESS_CPY)
+    bodies = ["ISHOP1.CUSTOMER      0001ALICE     ", "Ishop2.customer      0002BOB       ",
+              "ISHOP1.CUSTOMER      0003CAROL     "]
+    ops = [parser.parse(msg(b, f"m{i}"))[0] for i, b in enumerate(bodies)]
+    # the schema as the message spells it, the record as the definitions do
+    assert [o.table.name for o in ops] == ["SHOP1.CUSTOMER", "shop2.CUSTOMER", "SHOP1.CUSTOMER"]
+    assert ops[0].table is ops[2].table  # one table object a name: encoders are cached by it
+    assert [o.after[:2] for o in ops] == [[1, "ALICE     "], [2, "BOB       "], [3, "CAROL     "]]
+    assert pickle.loads(pickle.dumps(parser)).parse(msg(bodies[1]))[0].table.name == \
+        "shop2.CUSTOMER"
+
+
+def test_without_schema_a_one_part_or_unknown_table_is_a_message_error(make):
+    parser = make(SCHEMALESS_PROPS, shop__cpy=SCHEMALESS_CPY)
+    assert "table 'CUSTOMER': two-part name needed (no schema)" in \
+        error_of(parser, "ICUSTOMER             0001ALICE     ").reason
+    assert "unknown table SHOP1.ORDERS (no such 01 record)" in \
+        error_of(parser, "ISHOP1.ORDERS         0001ALICE     ").reason

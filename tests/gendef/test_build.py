@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gendef.build import build_definitions, load_source_definitions, used_header_fields
+from gendef.build import (
+    build_definitions,
+    check_names_known,
+    load_source_definitions,
+    used_header_fields,
+)
 from gendef.defgen import format_defs, read_defs
 from gendef.model import CHAR, DATETIME, NUMBER, VARCHAR, DefsHeader
 from gendef.userdefs import message_layout, user_column, user_table
@@ -221,9 +226,19 @@ def test_copybook_definitions_of_the_spec(tmp_path: Path) -> None:
         "RETAIL.CUSTOMER", "RETAIL.ORDERS"]
 
 
-def test_copybook_mode_needs_schema_and_header(tmp_path: Path) -> None:
-    with pytest.raises(PropertyError, match=r"^jmsvam.properties:7: fixed.schema: required"):
-        build_definitions(_copybook_settings(tmp_path, schema=None))
+def test_copybook_mode_without_schema_names_tables_by_record_and_writes_no_definitions(
+        tmp_path: Path) -> None:
+    """properties.md §4: fixed.schema is optional; then messages bring the schema, so the
+    tables' names are not known to gendef or trail.defs (one line naming the property)."""
+    settings = _copybook_settings(tmp_path, schema=None)
+    assert [t.name for t in build_definitions(settings)] == ["CUSTOMER", "ORDERS"]
+    with pytest.raises(PropertyError, match=r"^jmsvam.properties:7: fixed.schema: needed to "
+                                            r"write source definitions: .*SCHEMA.RECORD"):
+        check_names_known(settings)
+    check_names_known(_copybook_settings(tmp_path))
+
+
+def test_copybook_mode_needs_its_header(tmp_path: Path) -> None:
     with pytest.raises(PropertyError, match="fixed.header: .*NOPE"):
         build_definitions(_copybook_settings(tmp_path, header="NOPE"))
 

@@ -267,3 +267,9 @@ def test_huge_occurs_is_refused_at_once_in_one_line(home: Path) -> None:
     r = gendef(home, *PROP, props=COPYBOOK_PROPS)
     assert_one_line_error(r, "dirdef/retail.cpy:", "field E2", "OCCURS 99999999",
                           "more than 65,535")
+
+
+def test_copybook_without_schema_is_refused_in_one_line(home: Path) -> None:
+    """Without fixed.schema the messages name the schemas, so gendef cannot name the tables."""
+    r = gendef(home, *PROP, props=COPYBOOK_PROPS.replace('fixed.schema="RETAIL"\n', ""))
+    assert_one_line_error(r, "fixed.schema: needed to write source definitions")
