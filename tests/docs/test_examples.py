@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from props.settings import load_settings
+
 from .markdown import output_problem, run_shell, steps, user_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,3 +97,14 @@ def test_readme_runs_in_place_without_dirtying_a_checkout(readme, tmp_path):
         assert _git(repo, "status", "--porcelain", "--untracked-files=all") == "", \
             f"{readme.relative_to(ROOT)}:{line} leaves files .gitignore does not cover"
         _git(repo, "clean", "-qfdX")  # the ignored outputs: the next block starts afresh
+
+
+def test_every_example_properties_file_has_its_own_extract(monkeypatch):
+    """trail.extract names the checkpoint and log: two files sharing one would share them."""
+    extracts: dict[str, str] = {}
+    for path in sorted((ROOT / "examples").rglob("dirprm/*.properties")):
+        monkeypatch.chdir(path.parent.parent)
+        extract = load_settings(str(path.relative_to(path.parent.parent))).trail.extract
+        assert extract not in extracts, f"{path} and {extracts.get(extract)}: {extract}"
+        extracts[extract] = str(path)
+    assert len(extracts) == 5

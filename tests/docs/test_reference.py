@@ -184,7 +184,7 @@ def test_links_resolve(path):
 
 def test_pending_docs_are_missing():
     landed = [f"{name} ({why})" for name, why in PENDING.items() if (ROOT / name).exists()]
-    assert not landed, f"remove from PENDING in tests/test_docs.py: {landed}"
+    assert not landed, f"remove from PENDING in tests/docs/test_reference.py: {landed}"
 
 
 def test_index_links_every_document():
