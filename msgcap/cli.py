@@ -31,9 +31,42 @@ HELPS = {
 }
 
 
+INTERRUPTED = 130  # Ctrl-C, as a shell reports a process killed by SIGINT
+
+# What --help says besides the subcommands: the commands' user manual is the repository's docs/,
+# but the exit statuses and the log location must be findable from the command line.
+EPILOG = f"""\
+other command:
+  gendef -prop FILE [-out FILE]
+            write the source definitions (DEFGEN 4.0) of the tables a properties
+            file's parser uses, for the trail's consumers (SOURCEDEFS); a separate
+            command installed with msgcap: see gendef --help
+
+exit status:
+  0         done; msgcap run also when stopped by --max-idle, SIGTERM or SIGINT
+            (it finishes the open transaction first)
+  {MsgcapError.exit_code:<9} an error, reported as one line on stderr: a bad command line,
+            property, definition, copybook or trail, a broker that refuses the
+            connection (run retries one it cannot reach; send gives up), or a bad
+            message under error.policy=abend
+  {INTERRUPTED:<9} interrupted by Ctrl-C (commands other than run)
+  1         anything else is a bug: Python prints a traceback; please report it
+
+logging:
+  msgcap run logs to gg.log.file (default dirrpt/<trail.extract>.log under the
+  working directory) at gg.log.level (default INFO); its warnings and errors also
+  go to stderr, its reports and summary to stdout (jms.report.output). The other
+  commands log to stderr.
+
+Every command takes the properties file with --prop; msgcap COMMAND --help describes
+one command. The manual is docs/ in the msgcap repository (docs/README.md).
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="msgcap", description="JMS/STOMP change-message capture into GoldenGate trails.")
+        prog="msgcap", description="JMS/STOMP change-message capture into GoldenGate trails.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"msgcap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
@@ -72,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"msgcap {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         return 0
 

@@ -72,8 +72,10 @@ SECTION_KEYS: dict[str, frozenset[str]] = {
         "sourcedefs", "rules", "dateformat", "maxbytes", "maxdepth", "userdefs.tables")),
 }
 
-# Properties that are accepted and ignored (§12).
+# Properties that are accepted and ignored (§12): quietly, or with one JNDI warning per file.
 IGNORED_QUIET = frozenset({"jvm.bootoptions", "gg.log.classpath"})
+IGNORED_JNDI = frozenset({"jms.connectionFactory"})
+IGNORED_JNDI_PREFIX = "java.naming."
 JNDI_WARNING = "msgcap connects without JNDI; set jms.url"
 
 # Documented alternative spellings (§14) → canonical property.
@@ -318,7 +320,7 @@ class _Loader:
             if key in IGNORED_QUIET:
                 log.debug("%s: %s is accepted and ignored", entry.where, key)
                 continue
-            if key == "jms.connectionFactory" or key.startswith("java.naming."):
+            if key in IGNORED_JNDI or key.startswith(IGNORED_JNDI_PREFIX):
                 if not jndi_warned:
                     log.warning("%s: %s: ignored: %s", entry.where, key, JNDI_WARNING)
                     jndi_warned = True

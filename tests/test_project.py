@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -50,3 +51,23 @@ def test_ruff_clean():
                              "bench", "tests"], check=False, cwd=ROOT, capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# pip's report of this machine's own package-index configuration, not of the project
+_INDEX_CONFIG = re.compile(r"WARNING: Location '.*' is ignored: it is neither a file nor a "
+                           r"directory\.$")
+
+
+def test_editable_install_prints_no_warnings(tmp_path):
+    """scripts/env.sh (scripts/demo.sh, scripts/test.sh) installs msgcap editable with this pip;
+    setuptools must have nothing to warn about (a deprecated pyproject field, an editable-install
+    notice), so that the demo's first lines are the demo."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                           "install", "-q", "--no-deps", "--disable-pip-version-check", "-e",
+                           str(ROOT)], capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines()
+            if line.strip() and not _INDEX_CONFIG.match(line)]
+    assert said == []

@@ -81,8 +81,8 @@ def test_fixed_examples(spark, tmp_path, monkeypatch, capsys):
     batch(spark, DELIM_PROP, ["messages.jsonl"], partitions=3)
     same_trail("dirdat/rt", "out/trail/rt")
     monkeypatch.chdir(tmp_path / "sourcedefs")
-    assert replay(capsys, DELIM_PROP, "dirspool")[0] == 0
-    batch(spark, DELIM_PROP, ["dirspool"], partitions=2)
+    assert replay(capsys, DELIM_PROP, "messages")[0] == 0
+    batch(spark, DELIM_PROP, ["messages"], partitions=2)
     same_trail("dirdat/tc", "out/trail/tc", mask_io_time=True)  # timestamp *ts
 
 

@@ -85,8 +85,8 @@ def test_copybook_example(copybook):
         .startswith("*+- Defgen version 4.0")
 
 
-def test_sourcedefs_example_from_the_spool_directory(sourcedefs):
-    done = cli("replay", "--prop", PROP, "dirspool")
+def test_sourcedefs_example_one_message_per_file(sourcedefs):
+    done = cli("replay", "--prop", PROP, "messages")
     assert done.returncode == 0, done.stderr
     assert "messages 2  duplicates 0  discarded 0  transactions 2  operations 2" in done.stdout
     recs = dump("dirdat/tc000000000", "dirdat/tcustmer.def")
@@ -97,8 +97,8 @@ def test_sourcedefs_example_from_the_spool_directory(sourcedefs):
                               "CITY": "SEATTLE", "STATE": "WA"}
     assert image(recs[1]) == {"CUST_CODE": "ANN", "NAME": "ANN'S BOATS", "CITY": "NEW YORK",
                               "STATE": "NY"}
-    # replaying again writes nothing: the spool names are the seqids
-    again = cli("replay", "--prop", PROP, "dirspool")
+    # replaying again writes nothing: the file names are the seqids
+    again = cli("replay", "--prop", PROP, "messages")
     assert "messages 2  duplicates 2" in again.stdout
 
 

@@ -47,15 +47,6 @@ def test_static_and_dynamic_documents_give_the_same_insert(monkeypatch):
         assert (op.table.name, op.optype, op.timestamp, op.after) == expected[:4]
 
 
-@pytest.mark.parametrize("name", ["mytable", "orders"])
-def test_spool_files_match_the_dump(name):
-    spooled = sorted((EXAMPLES / "dirspool" / name).glob("*.msg.json"))
-    entries = [json.loads(p.read_text()) for p in spooled]
-    dumped = [json.loads(line)
-              for line in (EXAMPLES / "messages" / f"{name}.jsonl").read_text().splitlines()]
-    assert entries == dumped
-
-
 def test_orders_feed(monkeypatch):
     parser = load(monkeypatch, "orders.properties")
     first, second = (parser.parse(m) for m in dump("orders.jsonl"))
