@@ -28,9 +28,7 @@ REFERENCE = DOCS / "properties.md"
 # fails test_pending_docs_are_missing once its file exists: then delete the entry, and the links
 # to it are checked like every other.
 PENDING = {
-    "docs/operations.md": "issue 11 (hardening)",
     "docs/cluster.md": "issue 12 (Spark cluster)",
-    "docs/security.md": "issue 11 (TLS and fuzzing)",
     "docs/brokers.md": "issue 14 (brokers)",
 }
 
