@@ -11,6 +11,7 @@ once per field, then slice + call), and the compile time of the copybook.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,9 @@ from gendef.copybook import compile_copybook_file
 from parsers.decoders import DecodeOptions, decoder_for
 from props.errors import MessageError
 
-CASE = Path("/work/shared/testdata/cobrix/ebcdic-test6-type-variety")
+REPO = Path(__file__).resolve().parents[1]
+TESTDATA = Path(os.environ.get("MSGCAP_TESTDATA") or REPO.parent / "shared" / "testdata")
+CASE = TESTDATA / "cobrix" / "ebcdic-test6-type-variety"
 
 
 def main() -> None:

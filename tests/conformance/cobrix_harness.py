@@ -13,12 +13,15 @@ from __future__ import annotations
 import decimal
 import gzip
 import json
+import os
 import re
 import struct
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gendef.copybook import (
     COMP1,
@@ -32,7 +35,22 @@ from gendef.copybook import (
 from parsers.decoders import DecodeOptions, decoder_for
 from props.errors import MessageError
 
-CORPUS = Path("/work/shared/testdata/cobrix")
+# The team's shared test data sits beside the repository (../shared/testdata); MSGCAP_TESTDATA
+# points elsewhere.
+TESTDATA = Path(os.environ.get("MSGCAP_TESTDATA")
+                or Path(__file__).resolve().parents[3] / "shared" / "testdata")
+CORPUS = TESTDATA / "cobrix"
+
+
+def require_corpus() -> None:
+    """Skip where the corpus is absent (a user's clone without ../shared); in CI it must be
+    there, so a missing corpus fails instead of passing silently."""
+    if (CORPUS / "index.json").is_file():
+        return
+    reason = f"Cobrix test data not found at {CORPUS} (set MSGCAP_TESTDATA)"
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
 
 # -- options ---------------------------------------------------------------------------------
 

@@ -15,9 +15,12 @@ import cobrix_harness as h
 
 from gendef.copybook import compile_copybook_file, layout_listing
 
-pytestmark = pytest.mark.skipif(not h.CORPUS.is_dir(), reason="Cobrix corpus not present")
+VARIANTS = h.all_variants() if (h.CORPUS / "index.json").is_file() else []
 
-VARIANTS = h.all_variants() if h.CORPUS.is_dir() else []
+
+@pytest.fixture(autouse=True)
+def _corpus() -> None:
+    h.require_corpus()
 
 
 @pytest.mark.parametrize(("case", "variant"), VARIANTS, ids=[f"{c}/{v}" for c, v in VARIANTS])

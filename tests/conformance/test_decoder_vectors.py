@@ -4,14 +4,19 @@ number parser: sign, point, overpunch (strict, relaxed), scale and P scaling, nu
 from __future__ import annotations
 
 import json
+import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+import cobrix_harness as h
+
 from parsers.decoders import display_value, lookup_codec, parse_display, zoned_text_table
 
-DIR = Path("/work/shared/testdata/cobrix/decoders")
+DIR = h.CORPUS / "decoders"
 
 
 def _vectors() -> list[tuple[str, dict]]:
@@ -52,8 +57,8 @@ def _decode(fn: str, text: str, p: dict):
         return None
 
 
-@pytest.mark.skipif(not VECTORS, reason="decoder vectors not present")
 def test_vector_count() -> None:
+    h.require_corpus()
     assert len(VECTORS) == 158
 
 
