@@ -25,19 +25,6 @@ class OptypeValues:
     delete: str = "D"
     truncate: str | None = "T"
 
-    def lookup(self, text: str) -> str | None:
-        """'I', 'U', 'D' or 'T' for a value (trimmed, case-sensitive), else None."""
-        text = text.strip()
-        if text == self.insert:
-            return "I"
-        if text == self.update:
-            return "U"
-        if text == self.delete:
-            return "D"
-        if self.truncate is not None and text == self.truncate:
-            return "T"
-        return None
-
 
 @dataclass(frozen=True, slots=True)
 class TxindValues:
@@ -47,14 +34,6 @@ class TxindValues:
     middle: tuple[str, ...] = ("M", "1")
     end: tuple[str, ...] = ("E", "2")
     whole: tuple[str, ...] = ("W", "3")
-
-    def lookup(self, text: str) -> int | None:
-        """0 (begin), 1 (middle), 2 (end), 3 (whole) for a value (trimmed), else None."""
-        text = text.strip()
-        for code, values in enumerate((self.begin, self.middle, self.end, self.whole)):
-            if text in values:
-                return code
-        return None
 
 
 @dataclass(frozen=True, slots=True)

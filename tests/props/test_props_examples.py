@@ -89,7 +89,7 @@ def test_delim():
         SysTxid(), ",", "\n", '"', "NULL")
     assert d.dateformats.lookup("SALES.ORDERS", "UPDATED") == "YYYY-MM-DD HH:MI:SS.FFFFFF"
     assert d.dateformats.lookup("SALES.CUSTOMER", "CREATED") is None
-    assert d.optype_values.lookup("T") == "T"
+    assert d.optype_values.truncate == "T"
 
 
 def test_xml():

@@ -453,8 +453,6 @@ delim.txind.wholeval=S
     assert (d.schema, d.table, d.schemaandtable) == (Const("OGG"), (Field("tablename"),), None)
     assert d.txind == Field("txind")
     assert d.txind_values == TxindValues(whole=("S",))
-    assert d.txind_values.lookup(" S ") == 3 and d.txind_values.lookup("3") is None
-    assert d.txind_values.lookup("0") == 0 and d.txind_values.lookup("E") == 2
 
 
 def test_delim_unset_items_are_none():
@@ -509,12 +507,6 @@ def test_collision_between_two_configured_values_names_the_later():
 def test_replacing_a_set_frees_its_values():
     s = load(DELIM + "delim.txind.beginval=1\ndelim.txind.middleval=B\n")
     assert s.delim.txind_values.begin == ("1",) and s.delim.txind_values.middle == ("B",)
-
-
-def test_optype_lookup():
-    values = OptypeValues("A", "C", "D", None)
-    assert [values.lookup(t) for t in ("A", " C ", "D", "T", "a")] == ["I", "U", "D", None, None]
-    assert OptypeValues().lookup("T") == "T"
 
 
 def test_timestamp_format_checked():
