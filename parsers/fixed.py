@@ -288,14 +288,39 @@ def _field_converters(f, col: Column, codec: _Codec, fmt: TimeFormat | None,
 
 # -- the parser ---------------------------------------------------------------------------------
 
+@dataclass(frozen=True, slots=True)
+class FixedPlan:
+    """What a fixed-width parser runs over: its settings, the definitions, and what the files
+    they name held (the compiled copybook, or the source definitions), read once by the driver."""
+
+    settings: Settings
+    definitions: Definitions
+    copybook: Any = None
+    source: Definitions | None = None
+
+
 class FixedParser(ParserBase):
     """``parser.type=fixed``: one Op per message (header record + data record)."""
 
-    def __init__(self, settings: Settings, definitions: Definitions) -> None:
-        super().__init__(settings, definitions)
+    @classmethod
+    def compile_plan(cls, settings: Settings, definitions: Definitions) -> FixedPlan:
+        from gendef.copybook import compile_copybook_file
+
         f = settings.fixed
         if f is None:
             raise PropertyError("no fixed.* settings", prop="parser.type")
+        if f.schematype != "copybook":
+            return FixedPlan(settings, definitions, source=load_source_definitions(settings))
+        if not f.copybook:
+            raise PropertyError("required when fixed.schematype=copybook", prop="fixed.copybook",
+                                file=settings.file)
+        return FixedPlan(settings, definitions, copybook=compile_copybook_file(f.copybook))
+
+    def __init__(self, plan: FixedPlan) -> None:
+        super().__init__(plan)
+        settings = plan.settings
+        self.definitions = plan.definitions
+        f = settings.fixed
         if not f.header:
             raise PropertyError("required", prop="fixed.header", file=settings.file)
         self._codec = _Codec(f.encoding)
@@ -364,12 +389,9 @@ class FixedParser(ParserBase):
 
     def _build_copybook(self, settings: Settings, f: FixedSettings
                         ) -> tuple[list[str], dict[str, _Plan]]:
-        from gendef.copybook import column_fields, compile_copybook_file, normalize_name
+        from gendef.copybook import column_fields, normalize_name
 
-        if not f.copybook:
-            raise PropertyError("required when fixed.schematype=copybook", prop="fixed.copybook",
-                                file=settings.file)
-        copybook = compile_copybook_file(f.copybook)
+        copybook = self.plan.copybook
         header = copybook.record(f.header)
         if header is None:
             raise PropertyError(f"header record {f.header!r} is not an 01 record of "
@@ -455,7 +477,7 @@ class FixedParser(ParserBase):
 
     def _build_sourcedefs(self, settings: Settings, f: FixedSettings
                           ) -> tuple[list[str], dict[str, _Plan]]:
-        source = load_source_definitions(settings)
+        source = self.plan.source
         header = source.get(f.header)
         if header is None:
             raise PropertyError(f"header table {f.header!r} is not defined in fixed.sourcedefs "
