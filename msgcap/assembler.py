@@ -20,7 +20,7 @@ by earlier messages stays open). The live capture, replay and Spark batch use it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,10 +95,28 @@ class Restart:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenState:
+    """A transaction open between two messages, without its records.
+
+    ``given_txid`` is the txid its operations carry (None for ``*txid``; ``txid`` is then the
+    counter's value); ``skipping``: it is already in the trail (§9.2) and is being skipped;
+    ``first_message`` names the message that began it; ``ops`` are the (table, optype) of its
+    operations so far.
+    """
+
+    txid: str
+    given_txid: str | None
+    txname: str | None
+    txowner: str | None
+    skipping: bool
+    first_message: str
+    ops: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblerState:
     """The state between two messages, without records: the counters, the duplicate mark and
-    the open transaction, as (txid, given txid, txname, txowner, skipping, first message,
-    (table, optype) of its operations so far).
+    the open transaction.
 
     ``Assembler.state()`` takes it and ``resume()`` continues from it, so that a later part of
     the input can be assembled elsewhere (Spark batch partitions); the open transaction's
@@ -109,8 +127,7 @@ class AssemblerState:
     seq: int = 0
     txid: int = 0
     last: tuple[str, int] | None = None
-    open: tuple[str, str | None, str | None, str | None, bool, str,
-                tuple[tuple[str, str], ...]] | None = None
+    open: OpenState | None = None
     base: tuple[str, int] | None = None
 
 
@@ -198,20 +215,31 @@ class _OpenTx:
         return Assembled(tx, self.messages, self.count_ops(), self.first_message, self.streamed)
 
 
-class Assembler:
-    """Ops of successive messages → complete TrailTransactions, per the rules of the module doc."""
+RecordBuilder = Callable[[Op, str], list[TrailRecord]]
+"""``(op, seqid) → records``: how the assembler turns an accepted operation into trail records.
 
-    def __init__(self, rules: ImageRules | None = None, restart: Restart | None = None) -> None:
+``ImageRecords`` (the image rules) by default; the Spark batch injects others (records built in
+an earlier pass, or none at all when only the transaction boundaries matter). It raises
+MessageError for an operation that cannot be written; the message is then rejected.
+"""
+
+
+class Assembler:
+    """Ops of successive messages → complete TrailTransactions, per the rules of the module doc.
+
+    ``records`` builds each accepted operation's records (``ImageRecords(rules)`` by default).
+    """
+
+    def __init__(self, rules: ImageRules | None = None, restart: Restart | None = None, *,
+                 records: RecordBuilder | None = None) -> None:
         self.rules = rules or ImageRules()
+        self.records: RecordBuilder = records or ImageRecords(self.rules)
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
         self._txid = _counter(restart.last_txid, None)
         self._last: tuple[str, int] | None = (
             (restart.last_seqid, restart.last_ordinal) if restart.last_seqid else None)
         self._open: _OpenTx | None = None
-        self._tables: dict[int, tuple[Table, tuple[int, ...], bool]] = {}
-        # subclasses may stub ``records`` (Spark batch): only the base class inlines it
-        self._own_records = type(self).records is Assembler.records
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -235,7 +263,7 @@ class Assembler:
     def state(self) -> AssemblerState:
         """The state now (between messages); see ``AssemblerState``."""
         tx = self._open
-        held = None if tx is None else (
+        held = None if tx is None else OpenState(
             tx.txid, tx.given_txid, tx.txname, tx.txowner, tx.skipping, tx.first_message,
             tuple(k for k, n in tx.count_ops().items() for _ in range(n)) if tx.counts
             else tuple(tx.ops))
@@ -246,11 +274,12 @@ class Assembler:
         """Continue from ``state``: the open transaction gets only the records added from now."""
         self._seq, self._txid, self._last = state.seq, state.txid, state.last
         self._open = None
-        if state.open is not None:
-            txid, given, txname, txowner, skipping, first, ops = state.open
-            tx = self._open = _OpenTx(txid, given, None, skipping, first, state.base)
-            tx.txname, tx.txowner = txname, txowner
-            tx.ops.extend(ops)
+        held = state.open
+        if held is not None:
+            tx = self._open = _OpenTx(held.txid, held.given_txid, None, held.skipping,
+                                      held.first_message, state.base)
+            tx.txname, tx.txowner = held.txname, held.txowner
+            tx.ops.extend(held.ops)
 
     @property
     def open_records(self) -> list[TrailRecord]:
@@ -317,19 +346,7 @@ class Assembler:
             if seqid is None:
                 seq += 1
                 seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
-            table, after = op.table, op.after
-            info = self._tables.get(id(table))
-            if (op.optype == INSERT and after is not None and self._own_records
-                    and info is not None and info[0] is table):
-                # ``records`` of an insert, inline: an insert image of every key column
-                for i in info[1] if info[2] else ():
-                    if after[i] is MISSING:
-                        _check_keys(op, after, info[1])
-                records = [TrailRecord(table, IOTYPE_INSERT, "A", op.timestamp, seqid,
-                                       op.ordinal, after)]
-            else:
-                records = self.records(op, seqid)
-            tx = TrailTransaction(txid, records, op.txname, op.txowner)
+            tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
         except MessageError as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
@@ -473,15 +490,24 @@ class Assembler:
         self._last = (seqid, op.ordinal)
         return 1
 
-    # -- image rules ----------------------------------------------------------------------------
+
+class ImageRecords:
+    """The default ``RecordBuilder``: an operation's records by the image rules
+    (``trail.compress*``, ``trail.getupdatebefores``; trail-format.md §6)."""
+
+    __slots__ = ("_tables", "rules")
+
+    def __init__(self, rules: ImageRules) -> None:
+        self.rules = rules
+        self._tables: dict[int, tuple[Table, tuple[int, ...], bool]] = {}
 
     def _table_info(self, table: Table) -> tuple[Table, tuple[int, ...], bool]:
         """(table, key indexes, has declared keys), computed once per table object."""
         info = self._tables[id(table)] = (table, table.key_indexes, table.has_declared_keys)
         return info
 
-    def records(self, op: Op, seqid: str) -> list[TrailRecord]:
-        """The trail records of one operation (trail-format.md §6)."""
+    def __call__(self, op: Op, seqid: str) -> list[TrailRecord]:
+        """The trail records of one operation; the insert (the common case) first."""
         table, optype = op.table, op.optype
         info = self._tables.get(id(table))
         if info is None or info[0] is not table:

@@ -76,10 +76,11 @@ def read_jsonl(path: str) -> Iterator[Message]:
                 yield message
 
 
-def jsonl_message(raw: bytes, path: str, number: int) -> Message | None:
+def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
     """Line ``number`` of a JSON Lines dump as a Message; None for a blank line.
 
-    One line at a time, so that Spark batch tasks can read a byte range of a large dump.
+    One line at a time, so that Spark batch tasks can read a block of a large dump (which may
+    name the line by a label until its number is known).
     """
     if not raw or raw.isspace():
         return None
@@ -140,7 +141,7 @@ def read_text_lines(path: str) -> Iterator[Message]:
                     yield Message(name_at + n, {}, line, None, path_at + n)
 
 
-def text_line_message(raw: bytes, name: str, path: str, number: int) -> Message | None:
+def text_line_message(raw: bytes, name: str, path: str, number: int | str) -> Message | None:
     """Line ``number`` (with its terminator) of a text-lines dump; None for an empty line."""
     raw = raw.rstrip(b"\n")  # one at most: lines are split at each \n
     if raw[-1:] == b"\r":
@@ -158,6 +159,11 @@ def read_whole_file(path: str) -> Message:
     """One file, one message: id = file name, body = the bytes (text when valid UTF-8)."""
     with _open(path, "rb") as fh:
         data = fh.read()
+    return whole_file_message(path, data)
+
+
+def whole_file_message(path: str, data: bytes) -> Message:
+    """The message of a one-message file named ``path`` holding ``data``."""
     return Message(os.path.basename(path), {}, _body(data), None, path)
 
 

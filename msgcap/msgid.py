@@ -25,6 +25,17 @@ _ACTIVEMQ_WIDTHS = (13, 5, 10, 10, 10, 16)
 class IdWidthError(MsgcapError):
     """A message id whose width differs from the previous one: capture stops (never discarded)."""
 
+    @classmethod
+    def between(cls, name: str, previous: str | None, ident: str,
+                width: int | None = None) -> IdWidthError:
+        """The error for message ``name`` whose id ``ident`` follows ``previous`` (of
+        ``width`` characters when only the width is known)."""
+        if width is None and previous is not None:
+            width = len(previous)
+        return cls(f"message {name}: id width changed from {width} to {len(ident)} "
+                   f"(previous id {previous!r}, new id {ident!r}); jms.id ids must be "
+                   "fixed-width")
+
 
 def id_function(mode: str) -> IdFunction:
     """The id function of a ``jms.id`` value (``time`` is stateful: see ``MessageIds``)."""
@@ -181,8 +192,5 @@ class MessageIds:
     def _check_width(self, message: Message, ident: str) -> None:
         """The first id fixes the width; a later one of another width is fatal."""
         if self._width is not None:
-            raise IdWidthError(
-                f"message {message.name}: id width changed from {self._width} to {len(ident)} "
-                f"(previous id {self._last!r}, new id {ident!r}); jms.id ids must be "
-                "fixed-width")
+            raise IdWidthError.between(message.name, self._last, ident, self._width)
         self._width = len(ident)

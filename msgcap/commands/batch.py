@@ -35,11 +35,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress-interval", type=float, default=5.0, metavar="SECONDS",
                         help="seconds between task progress lines on stderr (default 5; "
                              "0 = steps only, negative = quiet)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting (repeatable), e.g. spark.executor.memory=4g")
+    parser.add_argument("--python-env", metavar="ARCHIVE",
+                        help="a packed Python environment with msgcap (venv-pack) shipped to "
+                             "the executors (cluster masters)")
+    parser.add_argument("--rows-output", metavar="URI",
+                        help="where --format parquet/json rows go (default: the --output "
+                             "directory); a URI the executors can write, e.g. hdfs://…")
 
 
 def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import configure_logging
-    from msgcap.batch import FORMATS, run_batch, spark_session
+    from msgcap.batch.driver import FORMATS, run_batch
+    from msgcap.batch.session import spark_session
     from props.errors import SourceError
     from props.settings import load_settings
 
@@ -50,19 +59,26 @@ def run(args: argparse.Namespace) -> int:
                           f"{', '.join(FORMATS)})", url="--format")
     if args.partitions is not None and args.partitions < 1:
         raise SourceError("--partitions must be at least 1", url="--partitions")
+    conf = []
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SourceError(f"{item!r} is not KEY=VALUE", url="--conf")
+        conf.append((key.strip(), value))
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap batch", log_to_file=False)
     from pyspark.sql import SparkSession
 
     started = time.monotonic()
     existing = SparkSession.getActiveSession()
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, conf=conf, python_env=args.python_env)
     spark.sparkContext.setLogLevel("ERROR")
     try:
         result = run_batch(settings, args.input, args.output, spark=spark, formats=formats,
                            partitions=args.partitions, lines=args.lines,
                            progress_out=sys.stderr,
-                           progress_interval=args.progress_interval)
+                           progress_interval=args.progress_interval,
+                           rows_output=args.rows_output)
     finally:
         if existing is None:
             spark.stop()

@@ -166,7 +166,7 @@ class TrailEncoder:
                 ind = TRANSIND_END if last else TRANSIND_MIDDLE
             tail = self._tail(tb, rec.seqid, u)
             hit = frames.get(id(rec.table))
-            if hit is not None and hit[0] is rec.table:
+            if hit is not None and hit[0] is rec.table and rec.data is None:
                 data = hit[1].record(rec, tail, audit_rba, ind)
                 if data is not None:
                     return data
@@ -185,20 +185,30 @@ class TrailEncoder:
                 ind = TRANSIND_BEGIN if first else TRANSIND_MIDDLE
             hit = frames.get(id(rec.table))
             data = (hit[1].record(rec, tail, audit_rba, ind)
-                    if hit is not None and hit[0] is rec.table else None)
+                    if hit is not None and hit[0] is rec.table and rec.data is None else None)
             out.append(data if data is not None else self._record(rec, tail, audit_rba, ind))
         return b"".join(out)
+
+    def column_data(self, rec: TrailRecord) -> bytes:
+        """The D token's value of a record (b"" for a truncate), or ``rec.data`` when it was
+        encoded earlier; raises MessageError for values the columns cannot hold."""
+        data = rec.data
+        if data is not None:
+            if isinstance(data, MessageError):
+                raise data
+            return data
+        iotype = rec.iotype
+        if iotype == IOTYPE_PKUPDATE:
+            return self._frame(rec.table).table.encode_pk(rec.key_before, rec.values)
+        if iotype == IOTYPE_TRUNCATE:
+            return b""
+        return self._frame(rec.table).table.encode(rec.values)
 
     def _record(self, rec: TrailRecord, tail: bytes, audit_rba: int, ind: int) -> bytes:
         """One record field by field: any record, every error."""
         fr = self._frame(rec.table)
         iotype = rec.iotype
-        if iotype == IOTYPE_PKUPDATE:
-            d = fr.table.encode_pk(rec.key_before, rec.values)
-        elif iotype == IOTYPE_TRUNCATE:
-            d = b""
-        else:
-            d = fr.table.encode(rec.values)
+        d = self.column_data(rec)
         dlen = len(d)
         fixed = 12 + len(tail)  # G head + H head + Z, T (and U) tokens
         try:

@@ -16,7 +16,7 @@ EXAMPLES = REPO / "examples"
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    from msgcap.batch import spark_session
+    from msgcap.batch.session import spark_session
 
     session = spark_session("local[2]", app="msgcap batch tests")
     session.sparkContext.setLogLevel("ERROR")

@@ -1,0 +1,371 @@
+"""Pass 1, in the tasks: each segment is read, given ids and parsed — the only parse.
+
+Per message the task keeps what the rest of the batch needs, so that nothing is parsed again:
+
+* the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
+  seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
+  state machine looks at;
+* the **payload**: its id, its raw line (to write it to the discard file should it be rejected
+  later), and each operation's records built by the image rules with their columns already
+  encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
+  transaction lands in the trail, is left for pass 2); rows' column texts with ``--format``.
+
+It also runs the real ``Assembler`` over the segment in **trials** from assumed start states:
+``fresh`` (no transaction open, counters at 0, no duplicate mark) and, when the segment starts
+by continuing a transaction (txind middle or end), ``continuing`` (that transaction open). When
+the true state at the segment's start fits a trial (``plan.fits``), the driver takes the state
+at its end from the trial in O(1) instead of running the state machine per message.
+
+A ``Parsed`` per segment is kept by Spark (``MEMORY_AND_DISK``): its ``Summary`` goes to the
+driver, skeleton and payload to pass 2 (and the skeleton to the driver when no trial fits).
+"""
+
+from __future__ import annotations
+
+import gc
+import marshal
+from array import array
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
+from msgcap.batch.inputs import InputFile
+from msgcap.batch.rows import row_body
+from msgcap.batch.segments import Segment, SegmentKey, messages, segments
+from msgcap.msgid import MessageIds
+from msgcap.trail.encoder import TrailEncoder
+from msgcap.trail.records import TrailRecord
+from parsers.model import TX_END, TX_MIDDLE, Message, Op
+from props.errors import MessageError, MsgcapError
+
+OK, BAD, FATAL = 0, 1, 2
+# first_message of a transaction a trial assumes open from before its segment
+INHERITED = "\x00inherited\x00"
+
+
+@dataclass(slots=True)
+class Job:
+    """What every task gets (broadcast once): the parser (it pickles as its plan), the
+    definitions, the rules and settings of the run, and the input files."""
+
+    parser: Any
+    definitions: Any
+    rules: ImageRules
+    id_mode: str
+    policy: str
+    byteorder: str
+    time_base: int  # µs: ``time`` ids are time_base + the message's offset in the input
+    rows: bool
+    files: tuple[InputFile, ...]
+    by_uri: dict[str, tuple[int, ...]]
+    first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
+
+    def first_line(self, key: SegmentKey) -> int | None:
+        return self.first_lines.get(key) if self.first_lines is not None else None
+
+    def tables(self) -> dict[str, Any]:
+        """The definitions' tables by name (pass 2 rebuilds operations from their names)."""
+        return {t.name: t for t in self.definitions}
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """The assembler's run over a segment from an assumed start state: transactions completed,
+    counters used, the state at the end (its names may hold line labels), and ``stop``, the
+    message where the job stops (under abend, the first rejected one; a fatal error always)."""
+
+    txns: int
+    state: AssemblerState
+    stop: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the driver gets of a segment after pass 1 (small, whatever its size).
+
+    ``continues``: the given txid (None for ``*txid``) of the transaction ``continuing``
+    assumes open. Seqid facts decide whether a duplicate mark before the segment could change
+    its run: ``system_seqids`` (some operation has a ``*seqid``), ``given_width`` (the width of
+    every given seqid, -1 when they differ, None without any) and ``min_given``.
+    """
+
+    key: SegmentKey
+    lines: int
+    messages: int
+    body_size: int
+    first_id: tuple[int, str] | None
+    last_id: str | None
+    fresh: Trial
+    continuing: Trial | None
+    continues: str | None
+    system_seqids: bool
+    given_width: int | None
+    min_given: str | None
+
+
+@dataclass(slots=True)
+class Parsed:
+    """Pass 1's result for one segment, kept by Spark between the passes."""
+
+    summary: Summary
+    skeleton: bytes
+    payload: bytes
+
+
+@dataclass(slots=True)
+class Skeleton:
+    """Per message: kind, line index in the segment, operation shapes (see the module doc)."""
+
+    kinds: bytes
+    numbers: array
+    shapes: list[tuple]
+
+    @classmethod
+    def load(cls, blob: bytes) -> Skeleton:
+        kinds, numbers, refs, distinct = marshal.loads(blob)
+        n = array("i")
+        n.frombytes(numbers)
+        r = array("q")
+        r.frombytes(refs)
+        return cls(kinds, n, [distinct[i] for i in r])
+
+
+@dataclass(slots=True)
+class Payload:
+    """Per message: id, records per operation (or the error its records raised), the error of
+    a bad or fatal message, the raw line; rows' column texts per operation with ``--format``."""
+
+    ids: list[str]
+    records: list[tuple]
+    errors: dict[int, Any]
+    raws: list[bytes]
+    rows: list[tuple] | None
+
+    @classmethod
+    def load(cls, blob: bytes) -> Payload:
+        return cls(*marshal.loads(blob))
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Without cyclic GC for a loop that keeps millions of small acyclic objects alive (GC passes
+    over them cost a fifth of the time); collection resumes afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Clock:
+    """``time`` ids in tasks: job start µs + the message's offset (increasing, reproducible)."""
+
+    __slots__ = ("now_ns",)
+
+    def __init__(self) -> None:
+        self.now_ns = 0
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+
+class Boundaries:
+    """A record builder for the state machine alone: no records, but the operations in
+    ``failing`` (by identity) fail as their records did when pass 1 built them."""
+
+    __slots__ = ("failing",)
+
+    def __init__(self) -> None:
+        self.failing: set[int] = set()
+
+    def __call__(self, op: Op, seqid: str) -> list[TrailRecord]:
+        if id(op) in self.failing:
+            raise MessageError("records fail")
+        return []
+
+
+class _TrialRun:
+    """One trial in progress."""
+
+    __slots__ = ("abend", "asm", "stop", "txns")
+
+    def __init__(self, asm: Assembler, abend: bool) -> None:
+        self.asm, self.abend = asm, abend
+        self.txns = 0
+        self.stop: int | None = None
+
+    def add(self, index: int, message: Message, ops: list[Op]) -> None:
+        try:
+            self.txns += len(self.asm.add(message, ops).completed)
+        except MessageError:
+            if self.abend:
+                self.stop = index
+
+    def rejected(self, index: int) -> None:
+        if self.abend:
+            self.stop = index
+
+    def result(self) -> Trial:
+        return Trial(self.txns, self.asm.state(), self.stop)
+
+
+def parse_partition(job: Job, elements: Iterable[bytes]) -> Iterator[Parsed]:
+    """Pass 1 over one task's elements (``rdd.mapPartitions``)."""
+    for seg in segments(elements, job.files, job.by_uri):
+        yield parse_segment(job, seg)
+
+
+def count_lines(job: Job, elements: Iterable[bytes]) -> list[tuple[SegmentKey, int]]:
+    """(key, lines) of each segment of one task's elements, without parsing (line numbers
+    needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
+    return [(seg.key, len(seg.lines)) for seg in segments(elements, job.files, job.by_uri)]
+
+
+def parse_segment(job: Job, seg: Segment) -> Parsed:
+    """Pass 1 of one segment (see the module doc)."""
+    clock = Clock()
+    ids = MessageIds(job.id_mode, None, clock=clock)
+    parse = job.parser.parse
+    build = ImageRecords(job.rules)
+    encoder = TrailEncoder(job.byteorder)
+    abend = job.policy == "abend"
+    boundaries = Boundaries()
+    failing = boundaries.failing
+    fresh = _TrialRun(Assembler(job.rules, records=boundaries), abend)
+    trials = [fresh]
+    continuing: _TrialRun | None = None
+    continues: str | None = None
+    decided = False
+    kinds = bytearray()
+    numbers = array("i")
+    refs = array("q")
+    distinct: list[tuple] = []
+    seen: dict[tuple, int] = {}
+    ids_out: list[str] = []
+    entries: list[tuple] = []
+    errors: dict[int, Any] = {}
+    raws: list[bytes] = []
+    rows: list[tuple] | None = [] if job.rows else None
+    body_size = 0
+    first_id: tuple[int, str] | None = None
+    system_seqids = False
+    width: int | None = None
+    min_given: str | None = None
+    lines = seg.lines
+    time_base = job.time_base
+
+    def skip(kind: int) -> None:
+        kinds.append(kind)
+        refs.append(-1)
+        ids_out.append("")
+        entries.append(())
+        if rows is not None:
+            rows.append(())
+
+    with no_gc():
+        try:
+            for number, offset, message in messages(seg, job.first_line(seg.key)):
+                if all(t.stop is not None for t in trials):
+                    break
+                index = len(kinds)
+                numbers.append(number)
+                raws.append(lines[number])
+                body_size += len(message.body)
+                clock.now_ns = (time_base + offset) * 1000
+                try:
+                    message.id = ids.next_id(message)
+                    if first_id is None:
+                        first_id = (index, message.id)
+                    ops = parse(message)
+                except MessageError as exc:
+                    skip(BAD)
+                    errors[index] = (exc.reason, exc.source, exc.position)
+                    for t in trials:
+                        t.rejected(index)
+                    continue
+                if failing:
+                    failing.clear()
+                shapes = []
+                built = []
+                bodies = [] if rows is not None else None
+                for op in ops:
+                    seqid = op.seqid
+                    if seqid is None:
+                        system_seqids = True
+                    else:
+                        if width is None:
+                            width = len(seqid)
+                        elif width != len(seqid):
+                            width = -1
+                        if min_given is None or seqid < min_given:
+                            min_given = seqid
+                    try:
+                        recs = build(op, "")
+                    except MessageError as exc:
+                        failing.add(id(op))
+                        shapes.append(_shape(op, True))
+                        built.append((exc.reason, exc.position))
+                        if bodies is not None:
+                            bodies.append(None)
+                        continue
+                    shapes.append(_shape(op, False))
+                    built.append(tuple(_prebuilt(encoder, rec) for rec in recs))
+                    if bodies is not None:
+                        bodies.append(row_body(recs))
+                shape = tuple(shapes)
+                ref = seen.get(shape)
+                if ref is None:
+                    ref = seen[shape] = len(distinct)
+                    distinct.append(shape)
+                kinds.append(OK)
+                refs.append(ref)
+                ids_out.append(message.id)
+                entries.append(tuple(built))
+                if rows is not None:
+                    rows.append(tuple(bodies))
+                if not decided and ops:
+                    decided = True
+                    if ops[0].txind in (TX_MIDDLE, TX_END) and fresh.stop is None:
+                        continues = ops[0].txid
+                        asm = Assembler(job.rules, records=boundaries)
+                        asm.resume(AssemblerState(open=OpenState(
+                            "", continues, None, None, False, INHERITED)))
+                        continuing = _TrialRun(asm, abend)
+                        trials.append(continuing)
+                for t in trials:
+                    if t.stop is None:
+                        t.add(index, message, ops)
+        except MsgcapError as exc:  # not discardable (id width, unreadable dump): stops here
+            index = len(kinds)
+            if len(raws) == index:  # the line itself could not be read as a message
+                numbers.append(-1)
+                raws.append(b"")
+            skip(FATAL)
+            errors[index] = str(exc)
+            for t in trials:
+                if t.stop is None:
+                    t.stop = index
+        skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(), distinct))
+        payload = marshal.dumps((ids_out, entries, errors, raws, rows))
+    summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, ids.last,
+                      fresh.result(), continuing.result() if continuing else None, continues,
+                      system_seqids, width, min_given)
+    return Parsed(summary, skeleton, payload)
+
+
+def _shape(op: Op, failing: bool) -> tuple:
+    return (op.table.name, op.optype, op.seqid, op.txid, op.txind, op.txname, op.txowner,
+            op.ordinal, failing)
+
+
+def _prebuilt(encoder: TrailEncoder, rec: TrailRecord) -> tuple:
+    """A record as pass 2 needs it: header fields and the encoded columns (or their error)."""
+    try:
+        data: Any = encoder.column_data(rec)
+    except MessageError as exc:
+        data = (exc.reason, exc.position)
+    return (rec.iotype, rec.before_after, rec.io_time, rec.audit_pos, data)

@@ -1,0 +1,121 @@
+"""What a task receives from Spark, turned back into messages, one **segment** at a time.
+
+Spark hands a task raw byte strings (``jobs`` builds them in the JVM), one per line of a large
+file or one per file read whole:
+
+* ``L`` + file index (4 bytes) + block start (8 bytes) + the line (without its ``\\n``);
+* ``F`` + file URI (UTF-8) + ``\\0`` + the file's bytes.
+
+A segment is what one key names: the lines of one block of a file, or one whole file. Its
+messages come out as replay makes them (``msgcap.dumps``), each with its line's index in the
+segment and its offset in the concatenated input (``time`` ids grow with it).
+
+Line numbers: a block's first line number is only known once the lines of the blocks before it
+are counted (the driver does that, in order). Until then a line is named by a **label**,
+``\\0<index in the segment>\\0``, which ``resolve`` later turns into the number in any text
+(message names, error messages). Names never contain NUL otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from msgcap import dumps
+from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, InputFile
+from parsers.model import Message
+
+LINE_TAG, FILE_TAG = b"L", b"F"
+_LINE_HEAD = 13  # tag, file index, block start
+_LABEL = re.compile("\x00([0-9]+)\x00")
+
+SegmentKey = tuple[int, int]  # (file index, block start): the order of the input
+
+
+@dataclass(slots=True)
+class Segment:
+    """The lines of one block of a line file (``lines``), or one file read whole
+    (``content``; for a line file, its lines are cut from it)."""
+
+    file: InputFile
+    start: int
+    lines: list[bytes]
+    whole: bool
+
+    @property
+    def key(self) -> SegmentKey:
+        return (self.file.index, self.start)
+
+
+def line_head(index: int) -> bytes:
+    """The start of a line element of file ``index`` (the JVM appends block start and line)."""
+    return LINE_TAG + index.to_bytes(4, "big")
+
+
+def segments(elements: Iterable[bytes], files: Sequence[InputFile],
+             by_uri: dict[str, tuple[int, ...]]) -> Iterator[Segment]:
+    """The segments of one task's elements, in the order they arrive."""
+    current: Segment | None = None
+    head = b""
+    for element in elements:
+        if element[:1] == LINE_TAG:
+            if current is None or element[:_LINE_HEAD] != head:
+                if current is not None:
+                    yield current
+                head = element[:_LINE_HEAD]
+                current = Segment(files[int.from_bytes(head[1:5], "big")],
+                                  int.from_bytes(head[5:13], "big"), [], False)
+            current.lines.append(element[_LINE_HEAD:])
+            continue
+        if current is not None:
+            yield current
+            current = None
+        cut = element.index(b"\0")
+        content = element[cut + 1:]
+        for index in by_uri[element[1:cut].decode("utf-8")]:
+            f = files[index]
+            yield Segment(f, 0, [content] if f.kind == KIND_FILE else content.split(b"\n"),
+                          True)
+    if current is not None:
+        yield current
+
+
+def label(number: int, first_line: int | None) -> str:
+    """Line ``number`` (0-based in its segment) as messages name it."""
+    return str(first_line + number) if first_line is not None else f"\x00{number}\x00"
+
+
+def resolve(text: str, first_line: int) -> str:
+    """``text`` with every line label replaced by the line number it stands for."""
+    if "\x00" not in text:
+        return text
+    return _LABEL.sub(lambda m: str(first_line + int(m[1])), text)
+
+
+def message_of(file: InputFile, raw: bytes, number: str) -> Message | None:
+    """The message of one line (or of the whole file), as replay reads it; None for a blank line.
+
+    Raises SourceError for a line that is not a dump entry (JSON Lines).
+    """
+    if file.kind == KIND_FILE:
+        return dumps.whole_file_message(file.name, raw)
+    if file.kind == KIND_JSONL:
+        return dumps.jsonl_message(raw, file.name, number)
+    return dumps.text_line_message(raw, file.basename, file.name, number)
+
+
+def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, Message]]:
+    """(line index in the segment, offset in the input, message) of each message in order.
+
+    ``first_line``: the number of the segment's first line, None when not known yet (labels).
+    """
+    f = seg.file
+    if seg.whole or seg.start == 0:
+        first_line = 1
+    offset = f.base + seg.start + (1 if seg.start else 0)  # no line starts at a block's start
+    for number, raw in enumerate(seg.lines):
+        message = message_of(f, raw, label(number, first_line))
+        if message is not None:
+            yield number, offset, message
+        offset += len(raw) + 1
