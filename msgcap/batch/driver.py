@@ -4,10 +4,10 @@
 
 1. lists the inputs and cuts them into scans (``inputs``); compiles the parser's plan, here,
    once (``Job`` is broadcast to the tasks);
-2. runs pass 1 over every partition (``parse``), a few partitions ahead, keeping the results
-   in Spark;
-3. as each partition's summaries arrive, in order, plans its segments (``plan.Planner``) and
-   submits its pass 2 (``encode``);
+2. runs pass 1 over every partition (``parse``, one job), keeping the results in Spark; only
+   the segments' summaries come back;
+3. plans the segments in order (``plan.Planner``), submitting each partition's pass 2
+   (``encode``, one job per partition) as soon as its plans are made;
 4. appends the framed bytes as they come back, in order, with the one ``TrailWriter`` of this
    process; at most ``window`` partitions' bytes wait here;
 5. writes ``--format`` rows with Spark's own writers, then renames the outputs into place: a
@@ -31,7 +31,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from msgcap.assembler import ImageRules
 from msgcap.batch.encode import Encoded
 from msgcap.batch.inputs import MAX_BLOCK, block_size, plan_scans
 from msgcap.batch.parse import Job
@@ -208,10 +207,8 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
                        cap=None if partitions else MAX_BLOCK)
     scans = plan_scans(files, block=block)
     outputs = Outputs(output, formats, rows_output)
-    job = Job(parser, definitions, ImageRules.from_settings(settings), settings.jms.id,
-              settings.error.policy, settings.trail.byteorder, time.time_ns() // 1000,
-              any(f != "trail" for f in formats), tuple(files),
-              _by_uri(files))
+    job = Job.create(settings, parser, definitions, files, scans,
+                     rows=any(f != "trail" for f in formats), time_base=time.time_ns() // 1000)
     out = progress_out if progress_out is not None else sys.stderr
     try:
         with Progress(jobs.sc, out, progress_interval) as prog:
@@ -237,11 +234,16 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
     return result
 
 
-def _by_uri(files: list) -> dict[str, tuple[int, ...]]:
-    out: dict[str, tuple[int, ...]] = {}
-    for f in files:
-        out[f.uri] = (*out.get(f.uri, ()), f.index)
-    return out
+def trail_writer(settings: Any, directory: str) -> Any:
+    """The writer of the batch's trail: ``trail.path``'s files (and file headers) in
+    ``directory``."""
+    from msgcap.trail.writer import TrailWriter
+
+    trail = settings.trail
+    return TrailWriter(os.path.join(directory, os.path.basename(trail.path)),
+                       seqlen=trail.seqlen, megabytes=trail.megabytes, byteorder=trail.byteorder,
+                       sync=trail.sync, extract=trail.extract, uri=trail.uri,
+                       header_path=trail.path)
 
 
 class _Run:
@@ -254,8 +256,6 @@ class _Run:
         self.window = jobs.parallelism + 1
 
     def execute(self, scans: list) -> Result:
-        from msgcap.trail.writer import TrailWriter
-
         jobs, job = self.jobs, self.job
         source = jobs.source(list(job.files), scans)
         if job.first_lines is None and _ids_need_lines(job):
@@ -266,11 +266,7 @@ class _Run:
         bjob = jobs.broadcast(job)
         parsed = jobs.parse(source, bjob)
         n = parsed.getNumPartitions()
-        trail = self.settings.trail
-        writer = TrailWriter(os.path.join(self.outputs.trail_dir, os.path.basename(trail.path)),
-                             seqlen=trail.seqlen, megabytes=trail.megabytes,
-                             byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
-                             uri=trail.uri, header_path=trail.path)
+        writer = trail_writer(self.settings, self.outputs.trail_dir)
         result = Result(Stats(), splits=n)
         appender = Appender(writer, result.stats, self.outputs.errors_dir)
         pool = ThreadPoolExecutor(max_workers=2 * self.window + 2,
@@ -301,31 +297,17 @@ class _Run:
 
     def _loop(self, n: int) -> MsgcapError | None:
         """Steps 2–4 for partitions 0…n-1; the error that stops the job, if any."""
-        jobs, pool, parsed = self.jobs, self.pool, self.parsed
+        jobs, parsed = self.jobs, self.parsed
         self.planner = planner = Planner(self.job.rules, self.job.policy, self.job.files)
         self.final: dict[SegmentKey, Plan] = {}
         self.shift = 0  # planned minus actual transaction numbers (discard at write time)
         self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future]] = deque()
-        ahead = 2 * jobs.parallelism + 1
-        pass1: list[Future | None] = [None] * n
-
-        def submit1(p: int) -> None:
-            if p < n:
-                pass1[p] = pool.submit(jobs.summaries, parsed, p)
-
-        for p in range(min(ahead, n)):
-            submit1(p)
+        every = jobs.summaries(parsed)
+        self.say("assembling transactions")
         last: SegmentKey | None = None
         for p in range(n):
-            submit1(p + ahead)
-            future = pass1[p]
-            assert future is not None
-            summaries = sorted(future.result(), key=lambda s: s.key)
-            pass1[p] = None
-            if p == n - 1:
-                self.say("assembling transactions")
             plans: dict[SegmentKey, Plan] = {}
-            for s in summaries:
+            for s in sorted(every[p], key=lambda s: s.key):
                 if last is not None and s.key <= last:
                     raise SourceError(f"Spark read the inputs out of order ({s.key} after "
                                       f"{last})")
@@ -353,12 +335,9 @@ class _Run:
             return planner.finish()
         return None
 
-    def _submit(self, p: int, plans: dict[SegmentKey, Plan], front: bool = False) -> None:
-        entry = (p, plans, self.pool.submit(self.jobs.encode, self.parsed, self.bjob, plans, p))
-        if front:
-            self.queue.appendleft(entry)
-        else:
-            self.queue.append(entry)
+    def _submit(self, p: int, plans: dict[SegmentKey, Plan]) -> None:
+        self.queue.append(
+            (p, plans, self.pool.submit(self.jobs.encode, self.parsed, self.bjob, plans, p)))
 
     def _append_next(self) -> MsgcapError | None:
         """Append the oldest partition's segments; frame again from corrected plans when a

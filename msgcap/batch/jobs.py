@@ -21,7 +21,7 @@ from msgcap.batch.inputs import InputFile, Scan, has_scheme, input_files, local_
 from msgcap.batch.parse import Skeleton, Summary, count_lines, parse_partition
 from msgcap.batch.plan import Plan
 from msgcap.batch.rows import COLUMNS, SCHEMA
-from msgcap.batch.segments import FILE_TAG, SegmentKey, line_head
+from msgcap.batch.segments import SegmentKey, file_head, line_head
 from props.errors import MsgcapError, SourceError
 
 _GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
@@ -127,8 +127,8 @@ class SparkJobs:
 
         binary = self.sc._jvm.org.apache.spark.sql.Encoders.BINARY()
         rdds = []
-        for scan in scans:
-            df = self._whole(files, scan) if scan.whole else self._lines(files, scan)
+        for number, scan in enumerate(scans):
+            df = self._whole(files, scan, number) if scan.whole else self._lines(files, scan)
             rdds.append(RDD(getattr(df._jdf, "as")(binary).javaRDD(), self.sc,
                             NoOpSerializer()))
         if not rdds:
@@ -147,7 +147,7 @@ class SparkJobs:
         return df.select(F.concat(F.lit(line_head(f.index)), start,
                                   F.col("value").cast("binary")))
 
-    def _whole(self, files: list[InputFile], scan: Scan) -> Any:
+    def _whole(self, files: list[InputFile], scan: Scan, number: int) -> Any:
         from pyspark.sql import functions as F
 
         conf = self.scans.conf
@@ -156,8 +156,8 @@ class SparkJobs:
         conf.set("spark.sql.files.minPartitionNum", "1")
         uris = list(dict.fromkeys(_spark_path(files[i].uri) for i in scan.files))
         df = self.scans.read.format("binaryFile").load(uris)
-        return df.select(F.concat(F.lit(FILE_TAG), F.encode("path", "UTF-8"), F.lit(b"\0"),
-                                  "content"))
+        return df.select(F.concat(F.lit(file_head(number)), F.encode("path", "UTF-8"),
+                                  F.lit(b"\0"), "content"))
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -186,8 +186,12 @@ class SparkJobs:
                                     preservesPartitioning=True).persist(
             StorageLevel.MEMORY_AND_DISK)
 
-    def summaries(self, parsed: Any, partition: int) -> list[Summary]:
-        return self.run(parsed, lambda it: [p.summary for p in it], partition)
+    def summaries(self, parsed: Any) -> list[list[Summary]]:
+        """Pass 1 over every partition (one job): each partition's segment summaries."""
+        try:
+            return self.sc.runJob(parsed, lambda it: [[p.summary for p in it]])
+        except self._failures as exc:
+            raise task_failure(exc) from None
 
     def skeleton(self, parsed: Any, partition: int, key: SegmentKey) -> Skeleton:
         def pick(it: Any) -> list[bytes]:

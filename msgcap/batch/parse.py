@@ -25,15 +25,22 @@ from __future__ import annotations
 import gc
 import marshal
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
-from msgcap.batch.inputs import InputFile
+from msgcap.batch.inputs import InputFile, Scan
 from msgcap.batch.rows import row_body
-from msgcap.batch.segments import Segment, SegmentKey, messages, segments
+from msgcap.batch.segments import (
+    Segment,
+    SegmentKey,
+    WholeFiles,
+    messages,
+    segments,
+    whole_files,
+)
 from msgcap.msgid import MessageIds
 from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.records import TrailRecord
@@ -59,8 +66,16 @@ class Job:
     time_base: int  # µs: ``time`` ids are time_base + the message's offset in the input
     rows: bool
     files: tuple[InputFile, ...]
-    by_uri: dict[str, tuple[int, ...]]
+    whole: WholeFiles
     first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
+
+    @classmethod
+    def create(cls, settings: Any, parser: Any, definitions: Any, files: Sequence[InputFile],
+               scans: Sequence[Scan], *, rows: bool, time_base: int) -> Job:
+        """The job of a run of ``settings`` over ``files`` read in ``scans``."""
+        return cls(parser, definitions, ImageRules.from_settings(settings), settings.jms.id,
+                   settings.error.policy, settings.trail.byteorder, time_base, rows,
+                   tuple(files), whole_files(files, scans))
 
     def first_line(self, key: SegmentKey) -> int | None:
         return self.first_lines.get(key) if self.first_lines is not None else None
@@ -129,7 +144,7 @@ class Skeleton:
         n.frombytes(numbers)
         r = array("q")
         r.frombytes(refs)
-        return cls(kinds, n, [distinct[i] for i in r])
+        return cls(kinds, n, [distinct[i] if i >= 0 else () for i in r])
 
 
 @dataclass(slots=True)
@@ -215,14 +230,14 @@ class _TrialRun:
 
 def parse_partition(job: Job, elements: Iterable[bytes]) -> Iterator[Parsed]:
     """Pass 1 over one task's elements (``rdd.mapPartitions``)."""
-    for seg in segments(elements, job.files, job.by_uri):
+    for seg in segments(elements, job.files, job.whole):
         yield parse_segment(job, seg)
 
 
 def count_lines(job: Job, elements: Iterable[bytes]) -> list[tuple[SegmentKey, int]]:
     """(key, lines) of each segment of one task's elements, without parsing (line numbers
     needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
-    return [(seg.key, len(seg.lines)) for seg in segments(elements, job.files, job.by_uri)]
+    return [(seg.key, len(seg.lines)) for seg in segments(elements, job.files, job.whole)]
 
 
 def parse_segment(job: Job, seg: Segment) -> Parsed:

@@ -4,7 +4,8 @@ Spark hands a task raw byte strings (``jobs`` builds them in the JVM), one per l
 file or one per file read whole:
 
 * ``L`` + file index (4 bytes) + block start (8 bytes) + the line (without its ``\\n``);
-* ``F`` + file URI (UTF-8) + ``\\0`` + the file's bytes.
+* ``F`` + scan number (4 bytes) + file URI (UTF-8) + ``\\0`` + the file's bytes (a file given
+  twice in one scan is one element: its segments are made for each place it has).
 
 A segment is what one key names: the lines of one block of a file, or one whole file. Its
 messages come out as replay makes them (``msgcap.dumps``), each with its line's index in the
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from msgcap import dumps
-from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, InputFile
+from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, InputFile, Scan
 from parsers.model import Message
 
 LINE_TAG, FILE_TAG = b"L", b"F"
@@ -48,13 +49,32 @@ class Segment:
         return (self.file.index, self.start)
 
 
+WholeFiles = dict[tuple[int, str], tuple[int, ...]]  # (scan, URI) → indexes of the file
+
+
+def whole_files(files: Sequence[InputFile], scans: Sequence[Scan]) -> WholeFiles:
+    """Where each file element of a scan read whole goes: (scan, URI) → file indexes."""
+    whole: WholeFiles = {}
+    for number, scan in enumerate(scans):
+        if scan.whole:
+            for index in scan.files:
+                key = (number, files[index].uri)
+                whole[key] = (*whole.get(key, ()), index)
+    return whole
+
+
 def line_head(index: int) -> bytes:
     """The start of a line element of file ``index`` (the JVM appends block start and line)."""
     return LINE_TAG + index.to_bytes(4, "big")
 
 
+def file_head(scan: int) -> bytes:
+    """The start of a file element of scan ``scan`` (the JVM appends URI and bytes)."""
+    return FILE_TAG + scan.to_bytes(4, "big")
+
+
 def segments(elements: Iterable[bytes], files: Sequence[InputFile],
-             by_uri: dict[str, tuple[int, ...]]) -> Iterator[Segment]:
+             whole: WholeFiles) -> Iterator[Segment]:
     """The segments of one task's elements, in the order they arrive."""
     current: Segment | None = None
     head = b""
@@ -71,9 +91,10 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile],
         if current is not None:
             yield current
             current = None
-        cut = element.index(b"\0")
+        cut = element.index(b"\0", 5)
         content = element[cut + 1:]
-        for index in by_uri[element[1:cut].decode("utf-8")]:
+        scan = int.from_bytes(element[1:5], "big")
+        for index in whole[(scan, element[5:cut].decode("utf-8"))]:
             f = files[index]
             yield Segment(f, 0, [content] if f.kind == KIND_FILE else content.split(b"\n"),
                           True)

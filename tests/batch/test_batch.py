@@ -1,5 +1,6 @@
-"""``msgcap batch`` on a real local[2] Spark: the trail equals replay's, rows equal dump --json,
-error.policy under both policies, multi-file order, txind spans across splits, rollover."""
+"""``msgcap batch`` on local[2] and on a standalone cluster (``spark`` runs each test on both):
+the trail equals replay's, rows equal dump --json, error.policy under both policies (no partial
+trail), multi-file order, txind spans across splits, rollover."""
 
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ def test_xml_examples(spark, tmp_path, monkeypatch, capsys, prop, dump, prefix):
     same_trail(prefix, "out/trail/" + Path(prefix).name)
 
 
-def test_time_ids_increase(spark, tmp_path, monkeypatch, capsys):
+def test_time_ids_increase(local_spark, tmp_path, monkeypatch, capsys):
     copy_example("xml", tmp_path, monkeypatch)
-    batch(spark, "dirprm/orders.properties", ["messages/orders.jsonl"] * 3, partitions=4)
+    batch(local_spark, "dirprm/orders.properties", ["messages/orders.jsonl"] * 3, partitions=4)
     seqids = [r["tokens"]["VAMSEQID"] for r in _dump_records(capsys, "out/trail/or", None)]
     assert len(seqids) == 15 and all(len(s) == 20 for s in seqids)
     firsts = sorted(set(seqids))
@@ -269,7 +270,7 @@ def test_rows_match_dump(spark, tmp_path, monkeypatch, capsys):
     assert upd["missing_columns"] == ["NAME", "CREATED"] and upd["null_columns"] == ["CITY"]
 
 
-def test_command(spark, tmp_path, monkeypatch, capsys):
+def test_command(local_spark, tmp_path, monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
     code, out, _ = replay(capsys, DELIM_PROP, "messages.jsonl")
     code = main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl", "--output", "out",
@@ -318,7 +319,7 @@ def test_encode_failure_moves_transaction_numbers(spark, tmp_path, monkeypatch, 
         (w["error"], w["source"], w["message"]) for w in want]
 
 
-def test_rows_only(spark, tmp_path, monkeypatch, capsys):
+def test_rows_only(local_spark, tmp_path, monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
     code = main(["batch", "--prop", DELIM_PROP, "--input", "messages.jsonl", "--output", "o",
                  "--format", "json", "--progress-interval", "-1"])
@@ -326,4 +327,4 @@ def test_rows_only(spark, tmp_path, monkeypatch, capsys):
     assert code == 0
     assert "trail files: none written" in out and "json rows: o/json" in out
     assert not Path("o/trail").exists() and not Path("o/.staging").exists()
-    assert spark.read.json(str(tmp_path / "o/json")).count() == 8
+    assert local_spark.read.json(str(tmp_path / "o/json")).count() == 8
