@@ -353,6 +353,21 @@ class Assembler:
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
                          message.origin or message.id)  # message.name, without the call
 
+    def next_single(self, op: Op) -> tuple[str, str]:
+        """The txid and seqid ``add_single`` gives ``op``, and the state after it, for an
+        operation known to be accepted that way (an earlier run of this state machine over the
+        same operations said so, the Spark batch's trial): nothing is checked or built."""
+        txid = op.txid
+        if txid is None:
+            self._txid += 1
+            txid = str(self._txid)
+        seqid = op.seqid
+        if seqid is None:
+            self._seq += 1
+            seqid = str(self._seq).zfill(20)
+        self._last = (seqid, op.ordinal)
+        return txid, seqid
+
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()
         if not ops:

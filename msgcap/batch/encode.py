@@ -24,7 +24,7 @@ from msgcap.batch.segments import SegmentKey, label, message_of, resolve
 from msgcap.msgid import IdWidthError, MessageIds
 from msgcap.pipeline import DiscardFile, Pipeline, Stats
 from msgcap.trail.encoder import TrailEncoder
-from msgcap.trail.records import Position, TrailRecord, TrailTransaction
+from msgcap.trail.records import TRANSIND_WHOLE, Position, TrailRecord, TrailTransaction
 from parsers.model import Message, Op
 from props.errors import MessageError, MsgcapError
 
@@ -94,7 +94,7 @@ class Sink:
         self.head_error = plan.head_error
         self.head_done = False
         self.head_failed = False
-        self.last_tx: TrailTransaction | None = None
+        self.last: tuple[str | None, int | None, str | None] = (None, None, None)
         self.bodies = bodies
         self.rows: list[tuple] = []
         self.tail_rows: list[tuple] = []
@@ -117,17 +117,27 @@ class Sink:
         if self.bodies is not None:
             self.rows.extend(transaction_rows(tx, not head, True, self.bodies))
         self.ends.append(self.size)
-        self.last_tx = tx
+        rec = tx.records[-1]
+        self.last = (rec.seqid, rec.audit_pos, tx.txid)  # the writer's mark
         return Position(0, self.size, "")
 
-    @property
-    def last(self) -> tuple[str | None, int | None, str | None]:
-        """seqid, AuditPos and txid of the last transaction written (the writer's mark)."""
-        tx = self.last_tx
-        if tx is None:
-            return None, None, None
-        rec = tx.records[-1]
-        return rec.seqid, rec.audit_pos, tx.txid
+    def write_single(self, table: Any, txid: str, seqid: str, txname: str | None,
+                     txowner: str | None, record: tuple) -> None:
+        """``write_transaction`` of a transaction of one prebuilt record (not the head), framed
+        without building it."""
+        iotype, before_after, io_time, audit_pos, data = record
+        encoder = self.encoder
+        tb, u = encoder.transaction_tokens(txid, txname, txowner)
+        if type(data) is not bytes:
+            raise MessageError(data[0], position=data[1])
+        out = encoder.frame(table, iotype, before_after, io_time, seqid, audit_pos, data,
+                            encoder.tail(tb, seqid, u), (self.txnum + 1) & 0xFFFFFFFF,
+                            TRANSIND_WHOLE)
+        self.txnum += 1
+        self.chunks.append(out)
+        self.size += len(out)
+        self.ends.append(self.size)
+        self.last = (seqid, audit_pos, txid)
 
     def tail(self, asm: Assembler) -> str | None:
         """Frame the records of the transaction still open; its error text when it fails."""
@@ -220,6 +230,9 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
     ids, errors, entries = pl.ids, pl.errors, pl.records
     bodies_of = pl.rows
     stop, width_at = plan.stop, plan.width_at
+    # the messages the true run takes as one whole transaction of one record, framed directly
+    singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
+    counts = stats.operations
     error: str | None = None
     fatal = False
     with no_gc():
@@ -228,6 +241,27 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
                 if stop is not None and index > stop:
                     break
                 stats.messages += 1
+                if index < len(singles) and singles[index] and len(entries[index][0]) == 1:
+                    t, optype, seqid, txid, txind, txname, txowner, ordinal, _ = (
+                        sk.shapes[index][0])
+                    table = tables[t]
+                    op = Op(table, optype, 0, seqid, txid, txind, txname, txowner, None, None,
+                            ordinal)
+                    txid, seqid = asm.next_single(op)
+                    record = entries[index][0][0]
+                    try:
+                        sink.write_single(table, txid, seqid, txname, txowner, record)
+                    except MessageError as exc:  # lost, as when replay's writer refuses it
+                        name = message_name(file, sk.numbers[index], first_line)
+                        discards.index = index
+                        pipeline.reject(Message(ids[index], headers, "", None, name),
+                                        exc.located(name), "")
+                        continue
+                    stats.transactions += 1
+                    key = (t, optype)
+                    counts[key] = counts.get(key, 0) + 1
+                    stats.last_commit_us = record[2]
+                    continue
                 number = sk.numbers[index]
                 name = message_name(file, number, first_line)
                 if index == width_at:

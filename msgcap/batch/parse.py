@@ -150,13 +150,15 @@ class Skeleton:
 @dataclass(slots=True)
 class Payload:
     """Per message: id, records per operation (or the error its records raised), the error of
-    a bad or fatal message, the raw line; rows' column texts per operation with ``--format``."""
+    a bad or fatal message, the raw line; rows' column texts per operation with ``--format``;
+    per trial, the messages it took as one whole transaction of one operation."""
 
     ids: list[str]
     records: list[tuple]
     errors: dict[int, Any]
     raws: list[bytes]
     rows: list[tuple] | None
+    singles: dict[str, bytes]
 
     @classmethod
     def load(cls, blob: bytes) -> Payload:
@@ -204,21 +206,34 @@ class Boundaries:
 
 
 class _TrialRun:
-    """One trial in progress."""
+    """One trial in progress; ``singles`` marks the messages whose one operation it took as a
+    whole transaction (``Assembler.add_single``): pass 2 frames those without the assembler
+    when this trial is the true run."""
 
-    __slots__ = ("abend", "asm", "stop", "txns")
+    __slots__ = ("abend", "asm", "singles", "stop", "txns")
 
     def __init__(self, asm: Assembler, abend: bool) -> None:
         self.asm, self.abend = asm, abend
         self.txns = 0
         self.stop: int | None = None
+        self.singles = bytearray()
 
     def add(self, index: int, message: Message, ops: list[Op]) -> None:
         try:
-            self.txns += len(self.asm.add(message, ops).completed)
+            if len(ops) == 1 and self.asm.add_single(message, ops[0]) is not None:
+                self.txns += 1
+                self.single(index)
+            else:
+                self.txns += len(self.asm.add(message, ops).completed)
         except MessageError:
             if self.abend:
                 self.stop = index
+
+    def single(self, index: int) -> None:
+        singles = self.singles
+        if len(singles) < index:
+            singles.extend(bytes(index - len(singles)))
+        singles.append(1)
 
     def rejected(self, index: int) -> None:
         if self.abend:
@@ -242,134 +257,212 @@ def count_lines(job: Job, elements: Iterable[bytes]) -> list[tuple[SegmentKey, i
 
 def parse_segment(job: Job, seg: Segment) -> Parsed:
     """Pass 1 of one segment (see the module doc)."""
-    clock = Clock()
-    ids = MessageIds(job.id_mode, None, clock=clock)
-    parse = job.parser.parse
-    build = ImageRecords(job.rules)
-    encoder = TrailEncoder(job.byteorder)
-    abend = job.policy == "abend"
-    boundaries = Boundaries()
-    failing = boundaries.failing
-    fresh = _TrialRun(Assembler(job.rules, records=boundaries), abend)
-    trials = [fresh]
-    continuing: _TrialRun | None = None
-    continues: str | None = None
-    decided = False
-    kinds = bytearray()
-    numbers = array("i")
-    refs = array("q")
-    distinct: list[tuple] = []
-    seen: dict[tuple, int] = {}
-    ids_out: list[str] = []
-    entries: list[tuple] = []
-    errors: dict[int, Any] = {}
-    raws: list[bytes] = []
-    rows: list[tuple] | None = [] if job.rows else None
-    body_size = 0
-    first_id: tuple[int, str] | None = None
-    system_seqids = False
-    width: int | None = None
-    min_given: str | None = None
-    lines = seg.lines
-    time_base = job.time_base
+    return _Pass1(job, seg).run()
 
-    def skip(kind: int) -> None:
-        kinds.append(kind)
-        refs.append(-1)
-        ids_out.append("")
-        entries.append(())
-        if rows is not None:
-            rows.append(())
 
-    with no_gc():
-        try:
-            for number, offset, message in messages(seg, job.first_line(seg.key)):
-                if all(t.stop is not None for t in trials):
-                    break
-                index = len(kinds)
-                numbers.append(number)
-                raws.append(lines[number])
-                body_size += len(message.body)
-                clock.now_ns = (time_base + offset) * 1000
-                try:
-                    message.id = ids.next_id(message)
-                    if first_id is None:
-                        first_id = (index, message.id)
-                    ops = parse(message)
-                except MessageError as exc:
-                    skip(BAD)
-                    errors[index] = (exc.reason, exc.source, exc.position)
-                    for t in trials:
-                        t.rejected(index)
-                    continue
-                if failing:
-                    failing.clear()
-                shapes = []
-                built = []
-                bodies = [] if rows is not None else None
-                for op in ops:
+class _Pass1:
+    """Pass 1 of one segment; ``run`` is the loop, one message at a time (a plain message,
+    one operation whose records build, takes the short way)."""
+
+    def __init__(self, job: Job, seg: Segment) -> None:
+        self.job, self.seg = job, seg
+        self.clock = Clock()
+        self.ids = MessageIds(job.id_mode, None, clock=self.clock)
+        self.build = ImageRecords(job.rules)
+        self.encoder = TrailEncoder(job.byteorder)
+        self.abend = job.policy == "abend"
+        self.boundaries = Boundaries()
+        self.fresh = _TrialRun(Assembler(job.rules, records=self.boundaries), self.abend)
+        self.trials = [self.fresh]
+        self.continuing: _TrialRun | None = None
+        self.continues: str | None = None
+        self.decided = False
+        self.kinds = bytearray()
+        self.numbers = array("i")
+        self.refs = array("q")
+        self.distinct: list[tuple] = []
+        self.seen: dict[tuple, int] = {}
+        self.ids_out: list[str] = []
+        self.entries: list[tuple] = []
+        self.errors: dict[int, Any] = {}
+        self.raws: list[bytes] = []
+        self.rows: list[tuple] | None = [] if job.rows else None
+        self.system_seqids = False
+        self.width: int | None = None
+        self.min_given: str | None = None
+
+    def run(self) -> Parsed:
+        job, seg, clock = self.job, self.seg, self.clock
+        next_id, parse, build = self.ids.next_id, job.parser.parse, self.build
+        column_data = self.encoder.column_data
+        kinds, numbers, refs, raws = self.kinds, self.numbers, self.refs, self.raws
+        ids_out, entries, seen, distinct = self.ids_out, self.entries, self.seen, self.distinct
+        lines, rows, fresh, time_base = seg.lines, self.rows, self.fresh, job.time_base
+        single, add = fresh.asm.add_single, fresh.asm.add
+        body_size = 0
+        first_id: tuple[int, str] | None = None
+        with no_gc():
+            try:
+                for number, offset, message in messages(seg, job.first_line(seg.key)):
+                    if fresh.stop is not None and self.stopped():
+                        break
+                    index = len(kinds)
+                    numbers.append(number)
+                    raws.append(lines[number])
+                    body_size += len(message.body)
+                    clock.now_ns = (time_base + offset) * 1000
+                    try:
+                        message.id = next_id(message)
+                        if first_id is None:
+                            first_id = (index, message.id)
+                        ops = parse(message)
+                    except MessageError as exc:
+                        self.bad(index, exc)
+                        continue
+                    if len(ops) != 1 or rows is not None or not self.decided:
+                        self.general(index, message, ops)
+                        continue
+                    op = ops[0]
                     seqid = op.seqid
                     if seqid is None:
-                        system_seqids = True
+                        self.system_seqids = True
                     else:
-                        if width is None:
-                            width = len(seqid)
-                        elif width != len(seqid):
-                            width = -1
-                        if min_given is None or seqid < min_given:
-                            min_given = seqid
+                        self.given(seqid)
                     try:
                         recs = build(op, "")
-                    except MessageError as exc:
-                        failing.add(id(op))
-                        shapes.append(_shape(op, True))
-                        built.append((exc.reason, exc.position))
-                        if bodies is not None:
-                            bodies.append(None)
+                    except MessageError:
+                        self.general(index, message, ops)
                         continue
-                    shapes.append(_shape(op, False))
-                    built.append(tuple(_prebuilt(encoder, rec) for rec in recs))
-                    if bodies is not None:
-                        bodies.append(row_body(recs))
-                shape = tuple(shapes)
-                ref = seen.get(shape)
-                if ref is None:
-                    ref = seen[shape] = len(distinct)
-                    distinct.append(shape)
-                kinds.append(OK)
-                refs.append(ref)
-                ids_out.append(message.id)
-                entries.append(tuple(built))
-                if rows is not None:
-                    rows.append(tuple(bodies))
-                if not decided and ops:
-                    decided = True
-                    if ops[0].txind in (TX_MIDDLE, TX_END) and fresh.stop is None:
-                        continues = ops[0].txid
-                        asm = Assembler(job.rules, records=boundaries)
-                        asm.resume(AssemblerState(open=OpenState(
-                            "", continues, None, None, False, INHERITED)))
-                        continuing = _TrialRun(asm, abend)
-                        trials.append(continuing)
-                for t in trials:
-                    if t.stop is None:
-                        t.add(index, message, ops)
-        except MsgcapError as exc:  # not discardable (id width, unreadable dump): stops here
-            index = len(kinds)
-            if len(raws) == index:  # the line itself could not be read as a message
-                numbers.append(-1)
-                raws.append(b"")
-            skip(FATAL)
-            errors[index] = str(exc)
-            for t in trials:
-                if t.stop is None:
-                    t.stop = index
-        skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(), distinct))
-        payload = marshal.dumps((ids_out, entries, errors, raws, rows))
-    summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, ids.last,
-                      fresh.result(), continuing.result() if continuing else None, continues,
-                      system_seqids, width, min_given)
-    return Parsed(summary, skeleton, payload)
+                    built = []
+                    for rec in recs:
+                        try:
+                            data: Any = column_data(rec)
+                        except MessageError as exc:
+                            data = (exc.reason, exc.position)
+                        built.append((rec.iotype, rec.before_after, rec.io_time, rec.audit_pos,
+                                      data))
+                    shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
+                              op.txowner, op.ordinal, False),)
+                    ref = seen.get(shape)
+                    if ref is None:
+                        ref = seen[shape] = len(distinct)
+                        distinct.append(shape)
+                    kinds.append(OK)
+                    refs.append(ref)
+                    ids_out.append(message.id)
+                    entries.append((tuple(built),))
+                    if fresh.stop is None:  # the fresh trial, inline
+                        try:
+                            if single(message, op) is not None:
+                                fresh.txns += 1
+                                fresh.single(index)
+                            else:
+                                fresh.txns += len(add(message, ops).completed)
+                        except MessageError:
+                            if fresh.abend:
+                                fresh.stop = index
+                    if self.continuing is not None and self.continuing.stop is None:
+                        self.continuing.add(index, message, ops)
+            except MsgcapError as exc:  # not discardable (id width, unreadable dump): stops here
+                self.fatal(exc)
+            skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(),
+                                      distinct))
+            singles = {"fresh": bytes(fresh.singles)}
+            if self.continuing is not None:
+                singles["continuing"] = bytes(self.continuing.singles)
+            payload = marshal.dumps((ids_out, entries, self.errors, raws, rows, singles))
+        continuing = self.continuing
+        summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, self.ids.last,
+                          fresh.result(), continuing.result() if continuing else None,
+                          self.continues, self.system_seqids, self.width, self.min_given)
+        return Parsed(summary, skeleton, payload)
+
+    def stopped(self) -> bool:
+        return all(t.stop is not None for t in self.trials)
+
+    def given(self, seqid: str) -> None:
+        """Note a given seqid (the facts ``Summary`` keeps)."""
+        if self.width is None:
+            self.width = len(seqid)
+        elif self.width != len(seqid):
+            self.width = -1
+        if self.min_given is None or seqid < self.min_given:
+            self.min_given = seqid
+
+    def skip(self, kind: int) -> None:
+        self.kinds.append(kind)
+        self.refs.append(-1)
+        self.ids_out.append("")
+        self.entries.append(())
+        if self.rows is not None:
+            self.rows.append(())
+
+    def bad(self, index: int, exc: MessageError) -> None:
+        self.skip(BAD)
+        self.errors[index] = (exc.reason, exc.source, exc.position)
+        for t in self.trials:
+            t.rejected(index)
+
+    def fatal(self, exc: MsgcapError) -> None:
+        index = len(self.kinds)
+        if len(self.raws) == index:  # the line itself could not be read as a message
+            self.numbers.append(-1)
+            self.raws.append(b"")
+        self.skip(FATAL)
+        self.errors[index] = str(exc)
+        for t in self.trials:
+            if t.stop is None:
+                t.stop = index
+
+    def general(self, index: int, message: Message, ops: list[Op]) -> None:
+        """Any message with operations: several, failing ones, rows, the first one."""
+        failing = self.boundaries.failing
+        failing.clear()
+        shapes = []
+        built = []
+        bodies: list | None = [] if self.rows is not None else None
+        for op in ops:
+            if op.seqid is None:
+                self.system_seqids = True
+            else:
+                self.given(op.seqid)
+            try:
+                recs = self.build(op, "")
+            except MessageError as exc:
+                failing.add(id(op))
+                shapes.append(_shape(op, True))
+                built.append((exc.reason, exc.position))
+                if bodies is not None:
+                    bodies.append(None)
+                continue
+            shapes.append(_shape(op, False))
+            built.append(tuple(_prebuilt(self.encoder, rec) for rec in recs))
+            if bodies is not None:
+                bodies.append(row_body(recs))
+        shape = tuple(shapes)
+        ref = self.seen.get(shape)
+        if ref is None:
+            ref = self.seen[shape] = len(self.distinct)
+            self.distinct.append(shape)
+        self.kinds.append(OK)
+        self.refs.append(ref)
+        self.ids_out.append(message.id)
+        self.entries.append(tuple(built))
+        if self.rows is not None:
+            self.rows.append(tuple(bodies))
+        if not self.decided and ops:
+            self.decided = True
+            if ops[0].txind in (TX_MIDDLE, TX_END) and self.fresh.stop is None:
+                self.continues = ops[0].txid
+                asm = Assembler(self.job.rules, records=self.boundaries)
+                asm.resume(AssemblerState(open=OpenState(
+                    "", self.continues, None, None, False, INHERITED)))
+                self.continuing = _TrialRun(asm, self.abend)
+                self.trials.append(self.continuing)
+        for t in self.trials:
+            if t.stop is None:
+                t.add(index, message, ops)
+        failing.clear()
 
 
 def _shape(op: Op, failing: bool) -> tuple:

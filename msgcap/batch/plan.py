@@ -38,7 +38,8 @@ class Plan:
     ``stop``: the index of the message where the job stops (abend, fatal error), else None;
     ``width_at``: that message's id is of another width than ``last_id`` (a fatal error).
     ``head_error``: the transaction open at the start already failed to encode (its completing
-    message is rejected with this error).
+    message is rejected with this error). ``trial``: the pass-1 trial that is the true run of
+    the segment (``fresh``, ``continuing``), None when it was planned message by message.
     """
 
     key: SegmentKey
@@ -49,6 +50,7 @@ class Plan:
     stop: int | None = None
     width_at: int | None = None
     head_error: str | None = None
+    trial: str | None = None
 
     def moved(self, txnum: int, head_error: str | None) -> Plan:
         """This plan after a transaction before it failed to encode (discard)."""
@@ -98,9 +100,10 @@ class Planner:
                 self.width = len(fid[1])
             elif len(fid[1]) != self.width:
                 plan.width_at = fid[0]
-        trial = self.fits(summary)
-        if trial is not None:
+        fit = self.fits(summary)
+        if fit is not None:
             self.fast += 1
+            plan.trial, trial = fit
             stop = self._take(trial, summary, first_line)
         else:
             self.slow += 1
@@ -113,7 +116,7 @@ class Planner:
             self.last_id = summary.last_id
         return plan
 
-    def fits(self, s: Summary) -> Trial | None:
+    def fits(self, s: Summary) -> tuple[str, Trial] | None:
         """The trial that is the true run of segment ``s`` from the current state, if any."""
         st = self.state
         if s.system_seqids and s.given_width is not None:
@@ -124,9 +127,9 @@ class Planner:
             return None
         held = st.open
         if held is None:
-            return s.fresh
+            return "fresh", s.fresh
         if s.continuing is not None and not held.skipping and held.given_txid == s.continues:
-            return s.continuing
+            return "continuing", s.continuing
         return None
 
     def _take(self, trial: Trial, s: Summary, first_line: int) -> int | None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from msgcap import dumps
-from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, InputFile, Scan
+from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, KIND_LINES, InputFile, Scan
 from parsers.model import Message
 
 LINE_TAG, FILE_TAG = b"L", b"F"
@@ -135,7 +135,16 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
     if seg.whole or seg.start == 0:
         first_line = 1
     offset = f.base + seg.start + (1 if seg.start else 0)  # no line starts at a block's start
-    for number, raw in enumerate(seg.lines):
+    raws = seg.lines
+    if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
+        name_at, path_at = f"{f.basename}:", f"{f.name}:"
+        for number, body in enumerate(dumps.split_lines(b"\n".join(raws))):
+            if body:
+                n = label(number, first_line)
+                yield number, offset, Message(name_at + n, {}, body, None, path_at + n)
+            offset += len(raws[number]) + 1
+        return
+    for number, raw in enumerate(raws):
         message = message_of(f, raw, label(number, first_line))
         if message is not None:
             yield number, offset, message
