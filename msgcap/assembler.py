@@ -333,25 +333,49 @@ class Assembler:
         if op.txind is not None or self._open is not None:
             return None
         try:
-            seqid, last = op.seqid, self._last
-            # a seqid of the same width past the mark is new; anything else is tested in full
-            if seqid is not None and last is not None and (
-                    len(seqid) != len(last[0]) or seqid <= last[0]) and _is_written(op, last):
-                return None  # already in the trail: ``add`` skips it
-            txid, txnum = op.txid, self._txid
-            if txid is None:
-                txnum += 1
-                txid = str(txnum)
-            seq = self._seq
-            if seqid is None:
-                seq += 1
-                seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+            found = self._single(op)
+            if found is None:
+                return None
+            txid, txnum, seqid, seq = found
             tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
         except MessageError as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
                          message.origin or message.id)  # message.name, without the call
+
+    def take_single(self, message: Message, op: Op) -> bool:
+        """``add_single`` in a run of the state machine alone (the Spark batch's trials), for an
+        op whose records are known to build: the same checks and state, nothing built. True
+        when it took the op as one whole transaction; False for any other case (call ``add``)."""
+        if op.txind is not None or self._open is not None:
+            return False
+        try:
+            found = self._single(op)
+        except MessageError as exc:
+            raise exc.located(message.name) from None
+        if found is None:
+            return False
+        self._txid, self._seq, self._last = found[1], found[3], (found[2], op.ordinal)
+        return True
+
+    def _single(self, op: Op) -> tuple[str, int, str, int] | None:
+        """(txid, txid counter, seqid, seqid counter) ``add_single`` gives ``op``, or None when it
+        is already in the trail (``add`` skips it)."""
+        seqid, last = op.seqid, self._last
+        # a seqid of the same width past the mark is new; anything else is tested in full
+        if seqid is not None and last is not None and (
+                len(seqid) != len(last[0]) or seqid <= last[0]) and _is_written(op, last):
+            return None
+        txid, txnum = op.txid, self._txid
+        if txid is None:
+            txnum += 1
+            txid = str(txnum)
+        seq = self._seq
+        if seqid is None:
+            seq += 1
+            seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+        return txid, txnum, seqid, seq
 
     def next_single(self, op: Op) -> tuple[str, str]:
         """The txid and seqid ``add_single`` gives ``op``, and the state after it, for an

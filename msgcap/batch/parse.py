@@ -298,7 +298,7 @@ class _Pass1:
         kinds, numbers, refs, raws = self.kinds, self.numbers, self.refs, self.raws
         ids_out, entries, seen, distinct = self.ids_out, self.entries, self.seen, self.distinct
         lines, rows, fresh, time_base = seg.lines, self.rows, self.fresh, job.time_base
-        single, add = fresh.asm.add_single, fresh.asm.add
+        single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
         first_id: tuple[int, str] | None = None
         with no_gc():
@@ -353,7 +353,7 @@ class _Pass1:
                     entries.append((tuple(built),))
                     if fresh.stop is None:  # the fresh trial, inline
                         try:
-                            if single(message, op) is not None:
+                            if single(message, op):
                                 fresh.txns += 1
                                 fresh.single(index)
                             else:
