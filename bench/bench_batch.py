@@ -161,7 +161,8 @@ class Cluster:
         self.env = dict(os.environ, MSGCAP_SPARK_DIR=os.path.join(work, "cluster"),
                         MSGCAP_SPARK_PORT=str(port), MSGCAP_SPARK_WORKERS="2",
                         MSGCAP_SPARK_CORES="1", MSGCAP_SPARK_MEMORY="2g",
-                        MSGCAP_SPARK_PATH=f"{venv_bin}:/usr/bin:/bin")  # python3: this one
+                        MSGCAP_SPARK_PATH=f"{venv_bin}:/usr/bin:/bin",  # python3: this one
+                        MSGCAP_SPARK_OWNER=str(os.getpid()))
 
     def script(self, action: str) -> None:
         subprocess.run(["bash", str(REPO / "scripts" / "spark-cluster.sh"), action],

@@ -17,6 +17,8 @@
 #   MSGCAP_SPARK_WAIT     seconds to wait for the workers to register (default 120)
 #   MSGCAP_SPARK_PATH     PATH of the daemons (default /usr/bin:/bin): executors run `python3`
 #                         from it unless the job ships its own (a plain Python, without msgcap)
+#   MSGCAP_SPARK_OWNER    a pid: the cluster stops by itself once that process has exited
+#                         (the test session that started it, should it be killed)
 #
 # Everything listens on loopback only (master, workers, their web UIs); the daemons use their own
 # conf/ (no spark-defaults.conf of the machine) and write logs and executor work dirs under the
@@ -32,6 +34,7 @@ CORES="${MSGCAP_SPARK_CORES:-1}"
 MEMORY="${MSGCAP_SPARK_MEMORY:-1g}"
 WAIT="${MSGCAP_SPARK_WAIT:-120}"
 DAEMON_PATH="${MSGCAP_SPARK_PATH:-/usr/bin:/bin}"
+OWNER="${MSGCAP_SPARK_OWNER:-}"
 MASTER_URL="spark://127.0.0.1:$PORT"
 
 _port_open() {
@@ -123,31 +126,26 @@ start() {
             --work-dir "$DIR/work/worker-$i" "$MASTER_URL"
     done
     _wait_for "registration of $WORKERS workers" _all_registered
+    [ -z "$OWNER" ] || _watch "$OWNER"
     echo "spark cluster started ($MASTER_URL, $WORKERS workers × $CORES cores, dir $DIR)"
 }
 
-_stop_pid() {  # pid file
-    local pid
-    pid="$(cat "$1")"
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        local deadline=$((SECONDS + 30))
-        while kill -0 "$pid" 2>/dev/null; do
-            if [ "$SECONDS" -ge "$deadline" ]; then
-                kill -KILL "$pid" 2>/dev/null || true
-                break
-            fi
-            sleep 0.2
-        done
-    fi
-    rm -f "$1"
+_watch() {  # stop the cluster once process $1 has exited (a test run killed midway)
+    (
+        trap '' INT
+        while kill -0 "$1" 2>/dev/null; do sleep 1; done
+        rm -f "$DIR/watchdog.pid"
+        stop >/dev/null
+    ) </dev/null >/dev/null 2>&1 &
+    echo $! > "$DIR/watchdog.pid"
 }
 
 stop() {
     local f found=0
+    [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
     for f in $(_pidfiles); do  # workers first: they stop their executors
         found=1
-        _stop_pid "$f"
+        stop_pid_file "$f"
     done
     if [ "$found" = 0 ]; then
         echo "spark cluster not running"

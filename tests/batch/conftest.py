@@ -52,7 +52,8 @@ class Cluster:
 
     def script(self, action: str) -> str:
         env = dict(os.environ, MSGCAP_SPARK_DIR=str(self.dir), MSGCAP_SPARK_PORT=str(self.port),
-                   MSGCAP_SPARK_WORKERS="2", MSGCAP_SPARK_CORES="1")
+                   MSGCAP_SPARK_WORKERS="2", MSGCAP_SPARK_CORES="1",
+                   MSGCAP_SPARK_OWNER=str(os.getpid()))
         done = subprocess.run(["bash", str(CLUSTER_SCRIPT), action], check=False, env=env,
                               cwd=REPO, capture_output=True, text=True, timeout=400)
         if done.returncode != 0:
