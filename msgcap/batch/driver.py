@@ -52,6 +52,7 @@ class Result:
     splits: int = 0
     planned_fast: int = 0  # segments planned from a trial
     planned_slow: int = 0  # segments planned message by message
+    most_held: int = 0  # the most partitions whose framed bytes the driver waited for at once
 
 
 class Outputs:
@@ -293,6 +294,7 @@ class _Run:
             bjob.unpersist()
         result.discard_file = appender.discard_file
         result.planned_fast, result.planned_slow = self.planner.fast, self.planner.slow
+        result.most_held = self.most_held
         return result
 
     def _loop(self, n: int) -> MsgcapError | None:
@@ -301,6 +303,7 @@ class _Run:
         self.planner = planner = Planner(self.job.rules, self.job.policy, self.job.files)
         self.final: dict[SegmentKey, Plan] = {}
         self.shift = 0  # planned minus actual transaction numbers (discard at write time)
+        self.most_held = 0
         self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future]] = deque()
         every = jobs.summaries(parsed)
         self.say("assembling transactions")
@@ -338,6 +341,7 @@ class _Run:
     def _submit(self, p: int, plans: dict[SegmentKey, Plan]) -> None:
         self.queue.append(
             (p, plans, self.pool.submit(self.jobs.encode, self.parsed, self.bjob, plans, p)))
+        self.most_held = max(self.most_held, len(self.queue))
 
     def _append_next(self) -> MsgcapError | None:
         """Append the oldest partition's segments; frame again from corrected plans when a

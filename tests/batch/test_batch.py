@@ -33,6 +33,12 @@ def batch(spark, prop: str, inputs: list[str], out: str = "out", **kw):
     return run_batch(load_settings(prop), inputs, out, spark=spark, progress_interval=-1, **kw)
 
 
+def layouts(spark, *parts: int) -> tuple[int, ...]:
+    """Split counts to try: all on local[2]; on the cluster, where every job costs more, the
+    first and the last."""
+    return parts if spark.sparkContext.master.startswith("local") else (parts[0], parts[-1])
+
+
 def same_trail(replayed: str, batched: str, *, mask_io_time: bool = False) -> None:
     a = trail_view(replayed, mask_io_time=mask_io_time)
     b = trail_view(batched, mask_io_time=mask_io_time)
@@ -46,7 +52,7 @@ def test_delimited_example(spark, tmp_path, monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
     code, out, _ = replay(capsys, DELIM_PROP, "messages.jsonl")
     assert code == 0
-    for parts in (1, 2, 3, 7):
+    for parts in layouts(spark, 1, 2, 3, 7):
         result = batch(spark, DELIM_PROP, ["messages.jsonl"], f"out{parts}", partitions=parts)
         same_trail("dirdat/sa", f"out{parts}/trail/sa")
         assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
@@ -154,10 +160,13 @@ def test_rollover_and_lines(spark, tmp_path, monkeypatch, capsys):
     text = "".join(_record(n, "W") + "\n" for n in range(1, 9001))
     Path("records.txt").write_text(text)
     assert replay(capsys, DELIM_PROP, "records.txt", lines=True)[0] == 0
-    batch(spark, DELIM_PROP, ["records.txt"], lines=True, partitions=6)
+    result = batch(spark, DELIM_PROP, ["records.txt"], lines=True, partitions=12)
     view = trail_view("out/trail/sa")
     assert len(view) >= 2
     same_trail("dirdat/sa", "out/trail/sa")
+    # the driver waits for a few partitions' bytes at a time, not all of them
+    assert result.splits == 12 and result.planned_slow == 0
+    assert result.most_held <= spark.sparkContext.defaultParallelism + 2
 
 
 # -- errors ---------------------------------------------------------------------------------------

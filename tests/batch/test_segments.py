@@ -222,3 +222,39 @@ def test_abend_at_every_position(tmp_path, monkeypatch, capsys):
         _, _, _, error = batch_in_process(f"out{parts}", ["a.jsonl"], -(-size // parts))
         assert error is not None and str(error) in out
         assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat/sa")
+
+
+class _Tripwire:
+    """A parser that must not be called."""
+
+    def parse(self, message):
+        raise AssertionError(f"message {message.name} parsed again")
+
+
+def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys):
+    """Each message is parsed once: pass 2 frames what pass 1 kept."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    _write_jsonl(tmp_path / "a.jsonl", _messages(80, seed=4), 0)
+    assert _replay(capsys, "a.jsonl")[0] == 0
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    files = input_files(local_inputs(["a.jsonl"]), lines=False)
+    block = -(-files[0].size // 5)
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=block), rows=True, time_base=0)
+    parsed = [parse_segment(job, seg) for seg in sorted(
+        segments(elements(files, block), files, job.whole), key=lambda s: s.key)]
+    job.parser = _Tripwire()
+    planner = Planner(job.rules, job.policy, files)
+    writer = trail_writer(settings, "out/trail")
+    writer.open()
+    appender = Appender(writer, Stats(), "out/errors")
+    rows = 0
+    for p in parsed:
+        plan = planner.plan(p.summary, lambda p=p: Skeleton.load(p.skeleton))
+        encoded, complete, tail = encode_segment(job, p, plan, rows=True)
+        rows += len(complete) + len(tail)
+        assert appender.append(encoded) is None
+    writer.close()
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
+    assert rows == appender.stats.total_operations
