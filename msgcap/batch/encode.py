@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from msgcap.assembler import Assembler
+from msgcap.batch.inputs import KIND_FILE
 from msgcap.batch.parse import BAD, FATAL, Job, Parsed, Payload, Skeleton, no_gc
 from msgcap.batch.plan import Plan, message_name
 from msgcap.batch.rows import RowBody, transaction_rows
@@ -169,14 +170,22 @@ class Discards(DiscardFile):
         self.file, self.payload, self.numbers, self.first_line = (
             file, payload, numbers, first_line)
         self.index = 0
+        self._lines: list[bytes] | None = None
+
+    def raw(self, i: int) -> bytes:
+        """The raw line (or file) of message ``i``."""
+        if self.file.kind == KIND_FILE:
+            return self.payload.lines
+        if self._lines is None:
+            self._lines = self.payload.lines.split(b"\n")
+        return self._lines[self.numbers[i]]
 
     def _open(self) -> TextIO:
         return self.buffer
 
     def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
         i = self.index
-        full = message_of(self.file, self.payload.raws[i], label(self.numbers[i],
-                                                                  self.first_line))
+        full = message_of(self.file, self.raw(i), label(self.numbers[i], self.first_line))
         assert full is not None
         super().write(full, error, raw_id=full.id)
 

@@ -5,8 +5,8 @@ Per message the task keeps what the rest of the batch needs, so that nothing is 
 * the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
   seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
   state machine looks at;
-* the **payload**: its id, its raw line (to write it to the discard file should it be rejected
-  later), and each operation's records built by the image rules with their columns already
+* the **payload**: its id, the segment's raw lines (to write a message to the discard file
+  should it be rejected later), and each operation's records built by the image rules with their columns already
   encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
   transaction lands in the trail, is left for pass 2); rows' column texts with ``--format``.
 
@@ -150,13 +150,14 @@ class Skeleton:
 @dataclass(slots=True)
 class Payload:
     """Per message: id, records per operation (or the error its records raised), the error of
-    a bad or fatal message, the raw line; rows' column texts per operation with ``--format``;
-    per trial, the messages it took as one whole transaction of one operation."""
+    a bad or fatal message; the segment's lines, joined by ``\\n``; rows' column texts per
+    operation with ``--format``; per trial, the messages it took as one whole transaction of
+    one operation."""
 
     ids: list[str]
     records: list[tuple]
     errors: dict[int, Any]
-    raws: list[bytes]
+    lines: bytes
     rows: list[tuple] | None
     singles: dict[str, bytes]
 
@@ -285,7 +286,6 @@ class _Pass1:
         self.ids_out: list[str] = []
         self.entries: list[tuple] = []
         self.errors: dict[int, Any] = {}
-        self.raws: list[bytes] = []
         self.rows: list[tuple] | None = [] if job.rows else None
         self.system_seqids = False
         self.width: int | None = None
@@ -295,9 +295,9 @@ class _Pass1:
         job, seg, clock = self.job, self.seg, self.clock
         next_id, parse, build = self.ids.next_id, job.parser.parse, self.build
         column_data = self.encoder.column_data
-        kinds, numbers, refs, raws = self.kinds, self.numbers, self.refs, self.raws
+        kinds, numbers, refs = self.kinds, self.numbers, self.refs
         ids_out, entries, seen, distinct = self.ids_out, self.entries, self.seen, self.distinct
-        lines, rows, fresh, time_base = seg.lines, self.rows, self.fresh, job.time_base
+        rows, fresh, time_base = self.rows, self.fresh, job.time_base
         single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
         first_id: tuple[int, str] | None = None
@@ -308,7 +308,6 @@ class _Pass1:
                         break
                     index = len(kinds)
                     numbers.append(number)
-                    raws.append(lines[number])
                     body_size += len(message.body)
                     clock.now_ns = (time_base + offset) * 1000
                     try:
@@ -370,9 +369,10 @@ class _Pass1:
             singles = {"fresh": bytes(fresh.singles)}
             if self.continuing is not None:
                 singles["continuing"] = bytes(self.continuing.singles)
-            payload = marshal.dumps((ids_out, entries, self.errors, raws, rows, singles))
+            payload = marshal.dumps((ids_out, entries, self.errors, b"\n".join(seg.lines), rows,
+                                     singles))
         continuing = self.continuing
-        summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, self.ids.last,
+        summary = Summary(seg.key, len(seg.lines), len(kinds), body_size, first_id, self.ids.last,
                           fresh.result(), continuing.result() if continuing else None,
                           self.continues, self.system_seqids, self.width, self.min_given)
         return Parsed(summary, skeleton, payload)
@@ -405,9 +405,8 @@ class _Pass1:
 
     def fatal(self, exc: MsgcapError) -> None:
         index = len(self.kinds)
-        if len(self.raws) == index:  # the line itself could not be read as a message
+        if len(self.numbers) == index:  # the line itself could not be read as a message
             self.numbers.append(-1)
-            self.raws.append(b"")
         self.skip(FATAL)
         self.errors[index] = str(exc)
         for t in self.trials:
