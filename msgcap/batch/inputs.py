@@ -70,10 +70,17 @@ def kind_of(name: str, *, lines: bool) -> str:
 
 
 def input_files(found: list[tuple[str, str, int]], *, lines: bool) -> list[InputFile]:
-    """``InputFile``s of (uri, name, size) in input order."""
+    """``InputFile``s of (uri, name, size) in input order.
+
+    Spark's file readers skip files named ``_…`` or ``.…`` even when given by name (Hadoop's
+    hidden files): such an input is refused rather than silently left out.
+    """
     out = []
     base = 0
     for index, (uri, name, size) in enumerate(found):
+        if posixpath.basename(uri).startswith(("_", ".")):
+            raise SourceError("Spark's file readers skip files whose names start with '_' or "
+                              "'.': rename it (msgcap replay reads it)", url=name)
         out.append(InputFile(index, uri, name, size, kind_of(name, lines=lines), base))
         base += size + 1
     return out

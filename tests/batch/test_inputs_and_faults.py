@@ -136,3 +136,36 @@ def test_input_gone_after_listing(local_spark, tmp_path, monkeypatch):
         jobs.line_counts(source, jobs.broadcast(job))
     assert str(info.value).startswith("cannot read an input:") and "big.jsonl" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_empty_inputs_and_names_spark_would_read_otherwise(local_spark, tmp_path, monkeypatch,
+                                                          capsys):
+    """Empty files, blank lines, and names with glob characters read as replay reads them;
+    names Spark's readers would skip (a leading ``_`` or ``.``) are refused, not left out."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("empty.jsonl").write_text("")
+    Path("blank.jsonl").write_text("\n\n\n")
+    code, out, _ = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1",
+                        "empty.jsonl", "blank.jsonl")
+    assert code == 0
+    result = run_batch(load_settings(PROP), ["empty.jsonl", "blank.jsonl"], "out",
+                       spark=local_spark, partitions=3, progress_interval=-1)
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")  # a file header only
+    assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+    bodies = _messages(30, seed=8)
+    names = ["a[1].jsonl", "b{x}.jsonl", "c?*.jsonl"]
+    cuts = [0, 10, 20, len(bodies)]
+    for k, name in enumerate(names):
+        _write_jsonl(Path(name), bodies[cuts[k]:cuts[k + 1]], cuts[k])
+    prop = Path(PROP)
+    prop.write_text(prop.read_text().replace("trail.path=dirdat/sa", "trail.path=dirdat2/sa"))
+    code, out, err = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1", *names)
+    assert code == 0, err
+    for parts in (1, 4):  # read whole, and in blocks
+        run_batch(load_settings(PROP), names, f"out{parts}", spark=local_spark,
+                  partitions=parts, progress_interval=-1)
+        assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat2/sa")
+    for hidden in ("_d.jsonl", ".e.jsonl"):
+        Path(hidden).write_text(Path("a[1].jsonl").read_text())
+        code, out, err = _batch(capsys, "--input", "a[1].jsonl", hidden, output="hidden")
+        assert code == 2 and f"{hidden}: Spark's file readers skip files" in _one_line(err)
