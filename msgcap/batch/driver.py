@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from msgcap.batch.encode import Encoded
-from msgcap.batch.inputs import MAX_BLOCK, block_size, plan_scans
+from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans
 from msgcap.batch.parse import Job
 from msgcap.batch.plan import Plan, Planner
 from msgcap.batch.segments import SegmentKey
@@ -204,7 +204,7 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
     parser = build_parser(settings, definitions)
     jobs = SparkJobs(spark)
     files = jobs.list_inputs(inputs, lines=lines)
-    block = block_size(files, target=partitions or 2 * jobs.parallelism,
+    block = block_size(files, target=partitions or max(MIN_SPLITS, 2 * jobs.parallelism),
                        cap=None if partitions else MAX_BLOCK)
     scans = plan_scans(files, block=block)
     outputs = Outputs(output, formats, rows_output)

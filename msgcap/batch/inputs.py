@@ -28,7 +28,9 @@ KIND_JSONL, KIND_LINES, KIND_FILE = "jsonl", "lines", "file"
 # so such files are read whole, as bytes.
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst")
 # Largest block of a lines scan when --partitions does not say: a task holds its block's parse
-MAX_BLOCK = 64 << 20
+MAX_BLOCK = 32 << 20
+# Fewest splits when --partitions does not say: the driver appends one while the next are framed
+MIN_SPLITS = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[*]", metavar="URL",
                         help="Spark master (default local[*]; spark://…, yarn, k8s://…)")
     parser.add_argument("--partitions", type=int, metavar="N",
-                        help="number of input splits (default: twice the default parallelism)")
+                        help="number of input splits (default: twice the cores, at least 4, "
+                             "blocks of at most 32 MB)")
     parser.add_argument("--format", default="trail", metavar="LIST",
                         help="comma-separated outputs: trail (default), parquet, json")
     parser.add_argument("--lines", action="store_true",
