@@ -121,7 +121,7 @@ def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[f
         job = Job.create(settings, build_parser(settings, definitions), definitions, files,
                          scans, rows=False, time_base=0)
         bjob = jobs.broadcast(job)
-        parsed = jobs.parse(jobs.source(files, scans), bjob)
+        parsed = jobs.parse(*jobs.source(files, scans), bjob)
         summaries = jobs.summaries(parsed)
         planner = Planner(job.rules, job.policy, files)
         ready = []

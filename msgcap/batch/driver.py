@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -93,8 +94,10 @@ class Appender:
     """Appends framed segments to the trail in order (whole transactions; the parts of one
     open across segments are held until it completes)."""
 
-    def __init__(self, writer: Any, stats: Stats, errors_dir: str) -> None:
+    def __init__(self, writer: Any, stats: Stats, errors_dir: str, *,
+                 compressed: bool = False) -> None:
         self.writer = writer
+        self.compressed = compressed
         self.stats = stats
         self.errors_dir = errors_dir
         self.discard_file: str | None = None
@@ -117,7 +120,7 @@ class Appender:
                 self._discards = open(self.discard_file, "a", encoding="utf-8")  # noqa: SIM115
             self._discards.write(r.discards)
         _merge(self.stats, r.stats)
-        view = memoryview(r.data)
+        view = memoryview(zlib.decompress(r.data) if self.compressed else r.data)
         pos = 0
         ends = r.ends
         if r.head_completed:
@@ -210,6 +213,7 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
     outputs = Outputs(output, formats, rows_output)
     job = Job.create(settings, parser, definitions, files, scans,
                      rows=any(f != "trail" for f in formats), time_base=time.time_ns() // 1000)
+    job.compress = not jobs.local  # on a cluster, fewer bytes through the JVMs and network
     out = progress_out if progress_out is not None else sys.stderr
     try:
         with Progress(jobs.sc, out, progress_interval) as prog:
@@ -258,18 +262,19 @@ class _Run:
 
     def execute(self, scans: list) -> Result:
         jobs, job = self.jobs, self.job
-        source = jobs.source(list(job.files), scans)
+        source, kinds = jobs.source(list(job.files), scans)
         if job.first_lines is None and _ids_need_lines(job):
             self.say("counting lines")
             bare = jobs.broadcast(job)
-            job.first_lines = _first_lines(jobs.line_counts(source, bare))
+            job.first_lines = _first_lines(jobs.line_counts(source, kinds, bare))
             bare.unpersist()
         bjob = jobs.broadcast(job)
-        parsed = jobs.parse(source, bjob)
+        parsed = jobs.parse(source, kinds, bjob)
         n = parsed.getNumPartitions()
         writer = trail_writer(self.settings, self.outputs.trail_dir)
         result = Result(Stats(), splits=n)
-        appender = Appender(writer, result.stats, self.outputs.errors_dir)
+        appender = Appender(writer, result.stats, self.outputs.errors_dir,
+                            compressed=job.compress)
         pool = ThreadPoolExecutor(max_workers=2 * self.window + 2,
                                   thread_name_prefix="batch-job")
         self.parsed, self.bjob, self.pool, self.appender = parsed, bjob, pool, appender

@@ -11,6 +11,7 @@ which appends them in order; ``--format`` rows come from a second run of the sam
 from __future__ import annotations
 
 import io
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ class Encoded:
     ``head_failed``: the transaction open at the start was completed here / failed to encode;
     ``tail``: ``data`` ends with a part of a transaction still open (``tail_error``: framing it
     failed); ``last``: the writer's mark of the last transaction; ``error``: where the job stops.
+    ``data`` is zlib-compressed when the job says so (``Job.compress``).
     """
 
     key: SegmentKey
@@ -220,7 +222,7 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
     transactions and of its tail part."""
     summary = parsed.summary
     sk = Skeleton.load(parsed.skeleton)
-    pl = Payload.load(parsed.payload)
+    pl = Payload.load(parsed.payload, job.compress)
     file = job.files[summary.key[0]]
     first_line = plan.first_line
     bodies: dict | None = {} if rows else None
@@ -236,7 +238,7 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
     stats.body_size = summary.body_size
     tables = job.tables()
     headers: dict[str, str] = {}
-    ids, errors, entries = pl.ids, pl.errors, pl.records
+    errors, entries = pl.errors, pl.records
     bodies_of = pl.rows
     stop, width_at = plan.stop, plan.width_at
     # the messages the true run takes as one whole transaction of one record, framed directly
@@ -263,7 +265,7 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
                     except MessageError as exc:  # lost, as when replay's writer refuses it
                         name = message_name(file, sk.numbers[index], first_line)
                         discards.index = index
-                        pipeline.reject(Message(ids[index], headers, "", None, name),
+                        pipeline.reject(Message("", headers, "", None, name),
                                         exc.located(name), "")
                         continue
                     stats.transactions += 1
@@ -274,11 +276,12 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
                 number = sk.numbers[index]
                 name = message_name(file, number, first_line)
                 if index == width_at:
-                    raise IdWidthError.between(name, plan.last_id, ids[index])
+                    assert summary.first_id is not None  # width_at is the first id's message
+                    raise IdWidthError.between(name, plan.last_id, summary.first_id[1])
                 if kind == FATAL:
                     raise MsgcapError(resolve(errors[index], first_line))
                 discards.index = index
-                message = Message(ids[index], headers, "", None, name)
+                message = Message("", headers, "", None, name)
                 if kind == BAD:
                     reason, source, position = errors[index]
                     pipeline.reject(message, MessageError(
@@ -308,7 +311,9 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
         before = sink.size
         tail_error = sink.tail(asm)
         tail = sink.size > before
-    encoded = Encoded(summary.key, plan.txnum, plan.head_error, b"".join(sink.chunks),
+    data = b"".join(sink.chunks)
+    encoded = Encoded(summary.key, plan.txnum, plan.head_error,
+                      zlib.compress(data, 1) if job.compress else data,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
                       stats, discards.buffer.getvalue(), error, fatal)
     return encoded, sink.rows, sink.tail_rows

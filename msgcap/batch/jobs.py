@@ -120,20 +120,23 @@ class SparkJobs:
         found = [(s.getPath().toString(), s.getLen()) for s in statuses]
         return [(uri, uri, size) for uri, size in sorted(found)]
 
-    def source(self, files: list[InputFile], scans: list[Scan]) -> Any:
-        """One RDD of the byte strings of every scan, in input order."""
+    def source(self, files: list[InputFile], scans: list[Scan]) -> tuple[Any, list[bool]]:
+        """One RDD of the byte strings of every scan, in input order, and which of its
+        partitions are blocks of lines."""
         from pyspark.rdd import RDD
         from pyspark.serializers import NoOpSerializer
 
         binary = self.sc._jvm.org.apache.spark.sql.Encoders.BINARY()
         rdds = []
+        kinds: list[bool] = []
         for number, scan in enumerate(scans):
             df = self._whole(files, scan, number) if scan.whole else self._lines(files, scan)
-            rdds.append(RDD(getattr(df._jdf, "as")(binary).javaRDD(), self.sc,
-                            NoOpSerializer()))
+            rdd = RDD(getattr(df._jdf, "as")(binary).javaRDD(), self.sc, NoOpSerializer())
+            rdds.append(rdd)
+            kinds.extend([not scan.whole] * rdd.getNumPartitions())
         if not rdds:
-            return self.sc.parallelize([], 1)
-        return self.sc.union(rdds) if len(rdds) > 1 else rdds[0]
+            return self.sc.parallelize([], 1), [False]
+        return (self.sc.union(rdds) if len(rdds) > 1 else rdds[0]), kinds
 
     def _lines(self, files: list[InputFile], scan: Scan) -> Any:
         from pyspark.sql import functions as F
@@ -143,9 +146,13 @@ class SparkJobs:
         conf.set("spark.sql.files.maxPartitionBytes", str(scan.block))
         conf.set("spark.sql.files.openCostInBytes", str(scan.block))  # one block per task
         df = self.scans.read.text(_spark_path(f.uri), lineSep="\n")
+        line = F.col("value").cast("binary")
         start = F.unhex(F.lpad(F.hex("_metadata.file_block_start"), 16, "0"))
-        return df.select(F.concat(F.lit(line_head(f.index)), start,
-                                  F.col("value").cast("binary")))
+        # the first line of a task's block says which block it is (the id's low 33 bits are
+        # the row's number in its partition)
+        first = (F.monotonically_increasing_id() % (1 << 33)) == 0
+        return df.select(F.when(first, F.concat(F.lit(line_head(f.index)), start, line))
+                         .otherwise(line))
 
     def _whole(self, files: list[InputFile], scan: Scan, number: int) -> Any:
         from pyspark.sql import functions as F
@@ -171,20 +178,22 @@ class SparkJobs:
     def broadcast(self, value: Any) -> Any:
         return self.sc.broadcast(value)
 
-    def line_counts(self, source: Any, bjob: Any) -> list[tuple[SegmentKey, int]]:
+    def line_counts(self, source: Any, kinds: list[bool],
+                    bjob: Any) -> list[tuple[SegmentKey, int]]:
         """(key, lines) of every segment, counted without parsing."""
         try:
-            return self.sc.runJob(source, lambda it: count_lines(bjob.value, it))
+            return source.mapPartitionsWithIndex(
+                lambda i, it: count_lines(bjob.value, it, lines=kinds[i])).collect()
         except self._failures as exc:
             raise task_failure(exc) from None
 
-    def parse(self, source: Any, bjob: Any) -> Any:
+    def parse(self, source: Any, kinds: list[bool], bjob: Any) -> Any:
         """Pass 1 over every partition, kept (memory, spilled to disk) for pass 2."""
         from pyspark import StorageLevel
 
-        return source.mapPartitions(lambda it: parse_partition(bjob.value, it),
-                                    preservesPartitioning=True).persist(
-            StorageLevel.MEMORY_AND_DISK)
+        return source.mapPartitionsWithIndex(
+            lambda i, it: parse_partition(bjob.value, it, lines=kinds[i]),
+            preservesPartitioning=True).persist(StorageLevel.MEMORY_AND_DISK)
 
     def summaries(self, parsed: Any) -> list[list[Summary]]:
         """Pass 1 over every partition (one job): each partition's segment summaries."""

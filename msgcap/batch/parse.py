@@ -5,7 +5,7 @@ Per message the task keeps what the rest of the batch needs, so that nothing is 
 * the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
   seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
   state machine looks at;
-* the **payload**: its id, the segment's raw lines (to write a message to the discard file
+* the **payload**: the segment's raw lines (to write a message to the discard file
   should it be rejected later), and each operation's records built by the image rules with their columns already
   encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
   transaction lands in the trail, is left for pass 2); rows' column texts with ``--format``.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import marshal
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -68,6 +69,8 @@ class Job:
     files: tuple[InputFile, ...]
     whole: WholeFiles
     first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
+    # compress what crosses the JVM (kept pass-1 payloads, framed bytes): executors elsewhere
+    compress: bool = False
 
     @classmethod
     def create(cls, settings: Any, parser: Any, definitions: Any, files: Sequence[InputFile],
@@ -149,12 +152,11 @@ class Skeleton:
 
 @dataclass(slots=True)
 class Payload:
-    """Per message: id, records per operation (or the error its records raised), the error of
-    a bad or fatal message; the segment's lines, joined by ``\\n``; rows' column texts per
+    """Per message: records per operation (or the error its records raised), the error of a
+    bad or fatal message; the segment's lines, joined by ``\\n``; rows' column texts per
     operation with ``--format``; per trial, the messages it took as one whole transaction of
-    one operation."""
+    one operation. (Ids are not kept: pass 2 names messages by file and line.)"""
 
-    ids: list[str]
     records: list[tuple]
     errors: dict[int, Any]
     lines: bytes
@@ -162,8 +164,8 @@ class Payload:
     singles: dict[str, bytes]
 
     @classmethod
-    def load(cls, blob: bytes) -> Payload:
-        return cls(*marshal.loads(blob))
+    def load(cls, blob: bytes, compressed: bool) -> Payload:
+        return cls(*marshal.loads(zlib.decompress(blob) if compressed else blob))
 
 
 @contextmanager
@@ -244,16 +246,18 @@ class _TrialRun:
         return Trial(self.txns, self.asm.state(), self.stop)
 
 
-def parse_partition(job: Job, elements: Iterable[bytes]) -> Iterator[Parsed]:
-    """Pass 1 over one task's elements (``rdd.mapPartitions``)."""
-    for seg in segments(elements, job.files, job.whole):
+def parse_partition(job: Job, elements: Iterable[bytes], *, lines: bool) -> Iterator[Parsed]:
+    """Pass 1 over one task's elements (``lines``: the task reads a block of lines)."""
+    for seg in segments(elements, job.files, job.whole, lines=lines):
         yield parse_segment(job, seg)
 
 
-def count_lines(job: Job, elements: Iterable[bytes]) -> list[tuple[SegmentKey, int]]:
+def count_lines(job: Job, elements: Iterable[bytes], *,
+                lines: bool) -> list[tuple[SegmentKey, int]]:
     """(key, lines) of each segment of one task's elements, without parsing (line numbers
     needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
-    return [(seg.key, len(seg.lines)) for seg in segments(elements, job.files, job.whole)]
+    return [(seg.key, len(seg.lines))
+            for seg in segments(elements, job.files, job.whole, lines=lines)]
 
 
 def parse_segment(job: Job, seg: Segment) -> Parsed:
@@ -283,7 +287,6 @@ class _Pass1:
         self.refs = array("q")
         self.distinct: list[tuple] = []
         self.seen: dict[tuple, int] = {}
-        self.ids_out: list[str] = []
         self.entries: list[tuple] = []
         self.errors: dict[int, Any] = {}
         self.rows: list[tuple] | None = [] if job.rows else None
@@ -296,7 +299,7 @@ class _Pass1:
         next_id, parse, build = self.ids.next_id, job.parser.parse, self.build
         column_data = self.encoder.column_data
         kinds, numbers, refs = self.kinds, self.numbers, self.refs
-        ids_out, entries, seen, distinct = self.ids_out, self.entries, self.seen, self.distinct
+        entries, seen, distinct = self.entries, self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
         single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
@@ -348,7 +351,6 @@ class _Pass1:
                         distinct.append(shape)
                     kinds.append(OK)
                     refs.append(ref)
-                    ids_out.append(message.id)
                     entries.append((tuple(built),))
                     if fresh.stop is None:  # the fresh trial, inline
                         try:
@@ -369,8 +371,9 @@ class _Pass1:
             singles = {"fresh": bytes(fresh.singles)}
             if self.continuing is not None:
                 singles["continuing"] = bytes(self.continuing.singles)
-            payload = marshal.dumps((ids_out, entries, self.errors, b"\n".join(seg.lines), rows,
-                                     singles))
+            payload = marshal.dumps((entries, self.errors, b"\n".join(seg.lines), rows, singles))
+            if job.compress:
+                payload = zlib.compress(payload, 1)
         continuing = self.continuing
         summary = Summary(seg.key, len(seg.lines), len(kinds), body_size, first_id, self.ids.last,
                           fresh.result(), continuing.result() if continuing else None,
@@ -392,7 +395,6 @@ class _Pass1:
     def skip(self, kind: int) -> None:
         self.kinds.append(kind)
         self.refs.append(-1)
-        self.ids_out.append("")
         self.entries.append(())
         if self.rows is not None:
             self.rows.append(())
@@ -445,7 +447,6 @@ class _Pass1:
             self.distinct.append(shape)
         self.kinds.append(OK)
         self.refs.append(ref)
-        self.ids_out.append(message.id)
         self.entries.append(tuple(built))
         if self.rows is not None:
             self.rows.append(tuple(bodies))

@@ -1,11 +1,10 @@
 """What a task receives from Spark, turned back into messages, one **segment** at a time.
 
-Spark hands a task raw byte strings (``jobs`` builds them in the JVM), one per line of a large
-file or one per file read whole:
-
-* ``L`` + file index (4 bytes) + block start (8 bytes) + the line (without its ``\\n``);
-* ``F`` + scan number (4 bytes) + file URI (UTF-8) + ``\\0`` + the file's bytes (a file given
-  twice in one scan is one element: its segments are made for each place it has).
+Spark hands a task raw byte strings (``jobs`` builds them in the JVM). A task of a lines scan
+reads one block of one file: one string per line (without its ``\\n``), the first one prefixed
+with ``L`` + file index (4 bytes) + block start (8 bytes). A task of a whole-files scan gets one
+string per file: ``F`` + scan number (4 bytes) + file URI (UTF-8) + ``\\0`` + the file's bytes
+(a file given twice in one scan is one string: its segments are made for each place it has).
 
 A segment is what one key names: the lines of one block of a file, or one whole file. Its
 messages come out as replay makes them (``msgcap.dumps``), each with its line's index in the
@@ -73,24 +72,22 @@ def file_head(scan: int) -> bytes:
     return FILE_TAG + scan.to_bytes(4, "big")
 
 
-def segments(elements: Iterable[bytes], files: Sequence[InputFile],
-             whole: WholeFiles) -> Iterator[Segment]:
-    """The segments of one task's elements, in the order they arrive."""
-    current: Segment | None = None
-    head = b""
+def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: WholeFiles, *,
+             lines: bool) -> Iterator[Segment]:
+    """The segments of one task's elements (``lines``: the task reads a block of lines)."""
+    if lines:
+        it = iter(elements)
+        first = next(it, None)
+        if first is None:  # no line starts in the block
+            return
+        if first[:1] != LINE_TAG:
+            raise ValueError("a block of lines without its head")
+        seg = Segment(files[int.from_bytes(first[1:5], "big")],
+                      int.from_bytes(first[5:_LINE_HEAD], "big"), [first[_LINE_HEAD:]], False)
+        seg.lines.extend(it)
+        yield seg
+        return
     for element in elements:
-        if element[:1] == LINE_TAG:
-            if current is None or element[:_LINE_HEAD] != head:
-                if current is not None:
-                    yield current
-                head = element[:_LINE_HEAD]
-                current = Segment(files[int.from_bytes(head[1:5], "big")],
-                                  int.from_bytes(head[5:13], "big"), [], False)
-            current.lines.append(element[_LINE_HEAD:])
-            continue
-        if current is not None:
-            yield current
-            current = None
         cut = element.index(b"\0", 5)
         content = element[cut + 1:]
         scan = int.from_bytes(element[1:5], "big")
@@ -98,8 +95,6 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile],
             f = files[index]
             yield Segment(f, 0, [content] if f.kind == KIND_FILE else content.split(b"\n"),
                           True)
-    if current is not None:
-        yield current
 
 
 def label(number: int, first_line: int | None) -> str:

@@ -130,10 +130,10 @@ def test_input_gone_after_listing(local_spark, tmp_path, monkeypatch):
     settings = load_settings(PROP)
     scans = plan_scans(files, block=1000)
     job = Job.create(settings, None, None, files, scans, rows=False, time_base=0)
-    source = jobs.source(files, scans)
+    source, kinds = jobs.source(files, scans)
     Path("big.jsonl").unlink()
     with pytest.raises(SourceError) as info:
-        jobs.line_counts(source, jobs.broadcast(job))
+        jobs.line_counts(source, kinds, jobs.broadcast(job))
     assert str(info.value).startswith("cannot read an input:") and "big.jsonl" in str(info.value)
     assert "\n" not in str(info.value)
 

@@ -49,25 +49,35 @@ from .test_batch import _messages, _record, _write_jsonl
 PROP = "dirprm/jmsvam.properties"
 
 
-def elements(files: list[InputFile], block: int) -> list[bytes]:
-    """The byte strings Spark hands the tasks (see ``segments``), in input order."""
-    out = []
+def partitions(files: list[InputFile], block: int) -> list[tuple[list[bytes], bool]]:
+    """The byte strings Spark hands each task (see ``segments``), and whether the task reads a
+    block of lines, in input order."""
+    out: list[tuple[list[bytes], bool]] = []
     for number, scan in enumerate(plan_scans(files, block=block)):
         if scan.whole:  # Spark reads a file given twice in one scan once
-            for f in {files[i].uri: files[i] for i in scan.files}.values():
-                data = Path(f.name).read_bytes()
-                out.append(file_head(number) + f.uri.encode() + b"\0" + data)
+            out.append(([file_head(number) + f.uri.encode() + b"\0" + Path(f.name).read_bytes()
+                         for f in {files[i].uri: files[i] for i in scan.files}.values()], False))
             continue
-        for index in scan.files:
-            data = Path(files[index].name).read_bytes()
-            pos = 0
-            for raw in data.split(b"\n"):
-                if pos >= len(data):
-                    break
-                start = max(0, -(-pos // block) - 1) * block
-                out.append(line_head(index) + start.to_bytes(8, "big") + raw)
-                pos += len(raw) + 1
+        index = scan.files[0]
+        data = Path(files[index].name).read_bytes()
+        blocks: dict[int, list[bytes]] = {}
+        pos = 0
+        for raw in data.split(b"\n"):
+            if pos >= len(data):
+                break
+            start = max(0, -(-pos // block) - 1) * block
+            found = blocks.setdefault(start, [])
+            found.append(raw if found else line_head(index) + start.to_bytes(8, "big") + raw)
+            pos += len(raw) + 1
+        out.extend((blocks.get(start, []), True) for start in range(0, len(data), block))
     return out
+
+
+def all_segments(files: list[InputFile], block: int, whole) -> list:
+    """Every segment of every task, in input order (the driver orders a task's segments)."""
+    found = [seg for elements, lines in partitions(files, block)
+             for seg in segments(elements, files, whole, lines=lines)]
+    return sorted(found, key=lambda s: s.key)
 
 
 def read_all(files: list[InputFile], block: int) -> list[tuple]:
@@ -76,7 +86,7 @@ def read_all(files: list[InputFile], block: int) -> list[tuple]:
     out = []
     seen: dict[int, int] = {}
     whole = whole_files(files, plan_scans(files, block=block))
-    for seg in sorted(segments(elements(files, block), files, whole), key=lambda s: s.key):
+    for seg in all_segments(files, block, whole):
         first = seen.get(seg.file.index, 0) + 1 if seg.start else 1
         seen[seg.file.index] = seen.get(seg.file.index, 0) + len(seg.lines)
         for _n, _offset, m in messages(seg, None):
@@ -139,7 +149,7 @@ def batch_in_process(out: str, paths: list[str], block: int, planner_type=Planne
     appender = Appender(writer, Stats(), os.path.join(out, "errors"))
     plans = []
     error = None
-    for seg in sorted(segments(elements(files, block), files, job.whole), key=lambda s: s.key):
+    for seg in all_segments(files, block, job.whole):
         parsed = parse_segment(job, seg)
         plan = planner.plan(parsed.summary, lambda p=parsed: Skeleton.load(p.skeleton))
         plans.append(plan)
@@ -231,8 +241,10 @@ class _Tripwire:
         raise AssertionError(f"message {message.name} parsed again")
 
 
-def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys):
-    """Each message is parsed once: pass 2 frames what pass 1 kept."""
+@pytest.mark.parametrize("compress", [False, True])
+def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
+    """Each message is parsed once: pass 2 frames what pass 1 kept (compressed or not, as
+    the driver asks for cluster masters)."""
     copy_example("delimited", tmp_path, monkeypatch)
     _write_jsonl(tmp_path / "a.jsonl", _messages(80, seed=4), 0)
     assert _replay(capsys, "a.jsonl")[0] == 0
@@ -242,13 +254,13 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys):
     block = -(-files[0].size // 5)
     job = Job.create(settings, build_parser(settings, definitions), definitions, files,
                      plan_scans(files, block=block), rows=True, time_base=0)
-    parsed = [parse_segment(job, seg) for seg in sorted(
-        segments(elements(files, block), files, job.whole), key=lambda s: s.key)]
+    job.compress = compress
+    parsed = [parse_segment(job, seg) for seg in all_segments(files, block, job.whole)]
     job.parser = _Tripwire()
     planner = Planner(job.rules, job.policy, files)
     writer = trail_writer(settings, "out/trail")
     writer.open()
-    appender = Appender(writer, Stats(), "out/errors")
+    appender = Appender(writer, Stats(), "out/errors", compressed=compress)
     rows = 0
     for p in parsed:
         plan = planner.plan(p.summary, lambda p=p: Skeleton.load(p.skeleton))
