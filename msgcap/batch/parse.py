@@ -335,14 +335,14 @@ class _Pass1:
                     except MessageError:
                         self.general(index, message, ops)
                         continue
-                    built = []
-                    for rec in recs:
-                        try:
-                            data: Any = column_data(rec)
-                        except MessageError as exc:
-                            data = (exc.reason, exc.position)
-                        built.append((rec.iotype, rec.before_after, rec.io_time, rec.audit_pos,
-                                      data))
+                    if len(recs) != 1:
+                        self.general(index, message, ops)
+                        continue
+                    rec = recs[0]
+                    try:
+                        data: Any = column_data(rec)
+                    except MessageError as exc:
+                        data = (exc.reason, exc.position)
                     shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
                               op.txowner, op.ordinal, False),)
                     ref = seen.get(shape)
@@ -351,7 +351,8 @@ class _Pass1:
                         distinct.append(shape)
                     kinds.append(OK)
                     refs.append(ref)
-                    entries.append((tuple(built),))
+                    entries.append((((rec.iotype, rec.before_after, rec.io_time, rec.audit_pos,
+                                      data),),))
                     if fresh.stop is None:  # the fresh trial, inline
                         try:
                             if single(message, op):
