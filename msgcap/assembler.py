@@ -20,7 +20,7 @@ by earlier messages stays open). The live capture, replay and Spark batch use it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,10 +97,28 @@ class Restart:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenState:
+    """A transaction open between two messages, without its records.
+
+    ``given_txid`` is the txid its operations carry (None for ``*txid``; ``txid`` is then the
+    counter's value); ``skipping``: it is already in the trail (§9.2) and is being skipped;
+    ``first_message`` names the message that began it; ``ops`` are the (table, optype) of its
+    operations so far.
+    """
+
+    txid: str
+    given_txid: str | None
+    txname: str | None
+    txowner: str | None
+    skipping: bool
+    first_message: str
+    ops: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblerState:
     """The state between two messages, without records: the counters, the duplicate mark and
-    the open transaction, as (txid, given txid, txname, txowner, skipping, first message,
-    (table, optype) of its operations so far).
+    the open transaction.
 
     ``Assembler.state()`` takes it and ``resume()`` continues from it, so that a later part of
     the input can be assembled elsewhere (Spark batch partitions); the open transaction's
@@ -111,8 +129,7 @@ class AssemblerState:
     seq: int = 0
     txid: int = 0
     last: tuple[str, int] | None = None
-    open: tuple[str, str | None, str | None, str | None, bool, str,
-                tuple[tuple[str, str], ...]] | None = None
+    open: OpenState | None = None
     base: tuple[str, int] | None = None
 
 
@@ -200,20 +217,31 @@ class _OpenTx:
         return Assembled(tx, self.messages, self.count_ops(), self.first_message, self.streamed)
 
 
-class Assembler:
-    """Ops of successive messages → complete TrailTransactions, per the rules of the module doc."""
+RecordBuilder = Callable[[Op, str], list[TrailRecord]]
+"""``(op, seqid) → records``: how the assembler turns an accepted operation into trail records.
 
-    def __init__(self, rules: ImageRules | None = None, restart: Restart | None = None) -> None:
+``ImageRecords`` (the image rules) by default; the Spark batch injects others (records built in
+an earlier pass, or none at all when only the transaction boundaries matter). It raises
+MessageError for an operation that cannot be written; the message is then rejected.
+"""
+
+
+class Assembler:
+    """Ops of successive messages → complete TrailTransactions, per the rules of the module doc.
+
+    ``records`` builds each accepted operation's records (``ImageRecords(rules)`` by default).
+    """
+
+    def __init__(self, rules: ImageRules | None = None, restart: Restart | None = None, *,
+                 records: RecordBuilder | None = None) -> None:
         self.rules = rules or ImageRules()
+        self.records: RecordBuilder = records or ImageRecords(self.rules)
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
         self._txid = _counter(restart.last_txid, None)
         self._last: tuple[str, int] | None = (
             (restart.last_seqid, restart.last_ordinal) if restart.last_seqid else None)
         self._open: _OpenTx | None = None
-        self._tables: dict[int, tuple[Table, tuple[int, ...], bool]] = {}
-        # subclasses may stub ``records`` (Spark batch): only the base class inlines it
-        self._own_records = type(self).records is Assembler.records
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -237,7 +265,7 @@ class Assembler:
     def state(self) -> AssemblerState:
         """The state now (between messages); see ``AssemblerState``."""
         tx = self._open
-        held = None if tx is None else (
+        held = None if tx is None else OpenState(
             tx.txid, tx.given_txid, tx.txname, tx.txowner, tx.skipping, tx.first_message,
             tuple(k for k, n in tx.count_ops().items() for _ in range(n)) if tx.counts
             else tuple(tx.ops))
@@ -248,11 +276,12 @@ class Assembler:
         """Continue from ``state``: the open transaction gets only the records added from now."""
         self._seq, self._txid, self._last = state.seq, state.txid, state.last
         self._open = None
-        if state.open is not None:
-            txid, given, txname, txowner, skipping, first, ops = state.open
-            tx = self._open = _OpenTx(txid, given, None, skipping, first, state.base)
-            tx.txname, tx.txowner = txname, txowner
-            tx.ops.extend(ops)
+        held = state.open
+        if held is not None:
+            tx = self._open = _OpenTx(held.txid, held.given_txid, None, held.skipping,
+                                      held.first_message, state.base)
+            tx.txname, tx.txowner = held.txname, held.txowner
+            tx.ops.extend(held.ops)
 
     @property
     def open_records(self) -> list[TrailRecord]:
@@ -306,37 +335,64 @@ class Assembler:
         if op.txind is not None or self._open is not None:
             return None
         try:
-            seqid, last = op.seqid, self._last
-            # a seqid of the same width past the mark is new; anything else is tested in full
-            if seqid is not None and last is not None and (
-                    len(seqid) != len(last[0]) or seqid <= last[0]) and _is_written(op, last):
-                return None  # already in the trail: ``add`` skips it
-            txid, txnum = op.txid, self._txid
-            if txid is None:
-                txnum += 1
-                txid = str(txnum)
-            seq = self._seq
-            if seqid is None:
-                seq += 1
-                seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
-            table, after = op.table, op.after
-            info = self._tables.get(id(table))
-            if (op.optype == INSERT and after is not None and self._own_records
-                    and info is not None and info[0] is table):
-                # ``records`` of an insert, inline: an insert image of every key column
-                for i in info[1] if info[2] else ():
-                    if after[i] is MISSING:
-                        _check_keys(op, after, info[1])
-                records = [TrailRecord(table, IOTYPE_INSERT, "A", op.timestamp, seqid,
-                                       op.ordinal, after)]
-            else:
-                records = self.records(op, seqid)
-            tx = TrailTransaction(txid, records, op.txname, op.txowner)
+            found = self._single(op)
+            if found is None:
+                return None
+            txid, txnum, seqid, seq = found
+            tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
         except (MessageError, IdWidthError) as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
                          message.origin or message.id)  # message.name, without the call
+
+    def take_single(self, message: Message, op: Op) -> bool:
+        """``add_single`` in a run of the state machine alone (the Spark batch's trials), for an
+        op whose records are known to build: the same checks and state, nothing built. True
+        when it took the op as one whole transaction; False for any other case (call ``add``)."""
+        if op.txind is not None or self._open is not None:
+            return False
+        try:
+            found = self._single(op)
+        except MessageError as exc:
+            raise exc.located(message.name) from None
+        if found is None:
+            return False
+        self._txid, self._seq, self._last = found[1], found[3], (found[2], op.ordinal)
+        return True
+
+    def _single(self, op: Op) -> tuple[str, int, str, int] | None:
+        """(txid, txid counter, seqid, seqid counter) ``add_single`` gives ``op``, or None when it
+        is already in the trail (``add`` skips it)."""
+        seqid, last = op.seqid, self._last
+        # a seqid of the same width past the mark is new; anything else is tested in full
+        if seqid is not None and last is not None and (
+                len(seqid) != len(last[0]) or seqid <= last[0]) and _is_written(op, last):
+            return None
+        txid, txnum = op.txid, self._txid
+        if txid is None:
+            txnum += 1
+            txid = str(txnum)
+        seq = self._seq
+        if seqid is None:
+            seq += 1
+            seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+        return txid, txnum, seqid, seq
+
+    def next_single(self, op: Op) -> tuple[str, str]:
+        """The txid and seqid ``add_single`` gives ``op``, and the state after it, for an
+        operation known to be accepted that way (an earlier run of this state machine over the
+        same operations said so, the Spark batch's trial): nothing is checked or built."""
+        txid = op.txid
+        if txid is None:
+            self._txid += 1
+            txid = str(self._txid)
+        seqid = op.seqid
+        if seqid is None:
+            self._seq += 1
+            seqid = str(self._seq).zfill(20)
+        self._last = (seqid, op.ordinal)
+        return txid, seqid
 
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()
@@ -475,15 +531,24 @@ class Assembler:
         self._last = (seqid, op.ordinal)
         return 1
 
-    # -- image rules ----------------------------------------------------------------------------
+
+class ImageRecords:
+    """The default ``RecordBuilder``: an operation's records by the image rules
+    (``trail.compress*``, ``trail.getupdatebefores``; trail-format.md §6)."""
+
+    __slots__ = ("_tables", "rules")
+
+    def __init__(self, rules: ImageRules) -> None:
+        self.rules = rules
+        self._tables: dict[int, tuple[Table, tuple[int, ...], bool]] = {}
 
     def _table_info(self, table: Table) -> tuple[Table, tuple[int, ...], bool]:
         """(table, key indexes, has declared keys), computed once per table object."""
         info = self._tables[id(table)] = (table, table.key_indexes, table.has_declared_keys)
         return info
 
-    def records(self, op: Op, seqid: str) -> list[TrailRecord]:
-        """The trail records of one operation (trail-format.md §6)."""
+    def __call__(self, op: Op, seqid: str) -> list[TrailRecord]:
+        """The trail records of one operation; the insert (the common case) first."""
         table, optype = op.table, op.optype
         info = self._tables.get(id(table))
         if info is None or info[0] is not table:

@@ -118,10 +118,11 @@ def _line_chunks(path: str) -> Iterator[bytes]:
             rest = chunk[cut + 1:]
 
 
-def jsonl_message(raw: bytes, path: str, number: int) -> Message | None:
+def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
     """Line ``number`` of a JSON Lines dump as a Message; None for a blank line.
 
-    One line at a time, so that Spark batch tasks can read a byte range of a large dump.
+    One line at a time, so that Spark batch tasks can read a block of a large dump (which may
+    name the line by a label until its number is known).
     """
     if not raw or raw.isspace():
         return None
@@ -163,26 +164,32 @@ def read_text_lines(path: str) -> Iterator[Message]:
             rest.append(chunk[:cut])
             data = b"".join(rest) if len(rest) > 1 else rest[0]
             rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                for raw in data.split(b"\n"):
-                    number += 1
-                    message = text_line_message(raw, name, path, number)
-                    if message is not None:
-                        yield message
-                continue
-            lines = text.split("\n")
-            if "\r" in text:
-                lines = [line[:-1] if line[-1:] == "\r" else line for line in lines]
-            for line in lines:
+            for line in split_lines(data):
                 number += 1
                 if line:
                     n = str(number)  # the f-strings of text_line_message, built cheaper
                     yield Message(name_at + n, {}, line, None, path_at + n)
 
 
-def text_line_message(raw: bytes, name: str, path: str, number: int) -> Message | None:
+def split_lines(data: bytes) -> list[str] | list[str | bytes]:
+    """The bodies of the lines of ``data`` (split at ``\\n``, a final ``\\r`` removed; empty
+    ones kept, so that indexes count lines), as text-lines dumps read them.
+
+    ``data`` that is valid UTF-8 is decoded at once (its lines are then valid too, as ``\\n``
+    never occurs inside a UTF-8 sequence); otherwise each line is decoded alone, and an invalid
+    one stays bytes.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return [text_or_bytes(raw[:-1] if raw[-1:] == b"\r" else raw) for raw in data.split(b"\n")]
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line[:-1] if line[-1:] == "\r" else line for line in lines]
+    return lines
+
+
+def text_line_message(raw: bytes, name: str, path: str, number: int | str) -> Message | None:
     """Line ``number`` (with its terminator) of a text-lines dump; None for an empty line."""
     raw = raw.rstrip(b"\n")  # one at most: lines are split at each \n
     if raw[-1:] == b"\r":
@@ -200,6 +207,11 @@ def read_whole_file(path: str) -> Message:
     """One file, one message: id = file name, body = the bytes (text when valid UTF-8)."""
     with _open(path, "rb") as fh:
         data = fh.read()
+    return whole_file_message(path, data)
+
+
+def whole_file_message(path: str, data: bytes) -> Message:
+    """The message of a one-message file named ``path`` holding ``data``."""
     return Message(os.path.basename(path), {}, text_or_bytes(data), None, path)
 
 

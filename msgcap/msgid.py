@@ -31,6 +31,17 @@ class IdWidthError(MsgcapError):
         """The same error naming the message."""
         return IdWidthError(f"message {source}: {self}")
 
+    @classmethod
+    def between(cls, name: str, previous: str | None, ident: str,
+                width: int | None = None) -> IdWidthError:
+        """The error for message ``name`` whose id ``ident`` follows ``previous`` (of
+        ``width`` characters when only the width is known)."""
+        if width is None and previous is not None:
+            width = len(previous)
+        return cls(f"message {name}: id width changed from {width} to {len(ident)} "
+                   f"(previous id {quoted(previous)}, new id {quoted(ident)}); jms.id ids must "
+                   "be fixed-width")
+
 
 def id_function(mode: str) -> IdFunction:
     """The id function of a ``jms.id`` value (``time`` is stateful: see ``MessageIds``)."""
@@ -187,8 +198,5 @@ class MessageIds:
     def _check_width(self, message: Message, ident: str) -> None:
         """The first id fixes the width; a later one of another width is fatal."""
         if self._width is not None:
-            raise IdWidthError(
-                f"message {message.name}: id width changed from {self._width} to {len(ident)} "
-                f"(previous id {quoted(self._last)}, new id {quoted(ident)}); jms.id ids must be "
-                "fixed-width")
+            raise IdWidthError.between(message.name, self._last, ident, self._width)
         self._width = len(ident)

@@ -252,18 +252,26 @@ class Pipeline:
             if isinstance(parsed, Exception):
                 raise parsed
             ops = parsed
+        except MessageError as exc:
+            return self.reject(message, exc.located(message.name), raw_id)
+        return self.accept(message, raw_id, ops)
+
+    def accept(self, message: Message, raw_id: str, ops: list[Op]) -> Processed:
+        """``process`` from assembly on, for a message whose id and operations are known (the
+        Spark batch parses in an earlier pass); ``raw_id`` is its id before ``jms.id``."""
+        try:
             # the common message (one op, one transaction) skips the Outcome
             done = self.assembler.add_single(message, ops[0]) if len(ops) == 1 else None
             outcome = self.assembler.add(message, ops) if done is None else None
         except MessageError as exc:
-            return self._reject(message, exc.located(message.name), raw_id)
+            return self.reject(message, exc.located(message.name), raw_id)
         if outcome is not None:
             return self._write(message, raw_id, outcome)
         try:
             position = self.writer.write_transaction(done.tx)
         except MessageError as exc:
             # e.g. a record over the trail's size limit: the whole transaction is lost
-            return self._reject(message, exc.located(message.name), raw_id, Processed())
+            return self.reject(message, exc.located(message.name), raw_id, Processed())
         self._count(done, position)
         return Processed([(done, position)], False, False, None)
 
@@ -272,7 +280,7 @@ class Pipeline:
         by the error policy like a message the parser refuses."""
         self.stats.messages += 1
         self.stats.body_size += len(message.body)
-        return self._reject(message, error, message.id)
+        return self.reject(message, error, message.id)
 
     def _write(self, message: Message, raw_id: str, outcome: Outcome) -> Processed:
         """Write the transactions a message completed (the general case of ``process``)."""
@@ -288,7 +296,7 @@ class Pipeline:
                 else:
                     position = self.writer.write_transaction(done.tx)
             except MessageError as exc:
-                return self._reject(message, exc.located(message.name), raw_id, result)
+                return self.reject(message, exc.located(message.name), raw_id, result)
             result.written.append((done, position))
             self._count(done, position)
         if self.stream_at is not None and len(self.assembler.open_records) >= self.stream_at:
@@ -323,8 +331,9 @@ class Pipeline:
             if not files or files[-1] != file:
                 files.append(file)
 
-    def _reject(self, message: Message, error: MessageError, raw_id: str,
-                result: Processed | None = None) -> Processed:
+    def reject(self, message: Message, error: MessageError, raw_id: str,
+               result: Processed | None = None) -> Processed:
+        """A bad message under the error policy: raise (abend) or discard it and go on."""
         if self.policy == "abend":
             raise error
         assert self.discard is not None

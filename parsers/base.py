@@ -1,21 +1,30 @@
-"""The parser interface and the factory that picks a parser by ``parser.type``.
+"""The parser interface, the plan every parser runs over, and the factory by ``parser.type``.
 
-A parser is built once from settings + definitions and then is a pure function of a message.
-Compiled pieces (regexes, lxml XPath objects) may not pickle, so every parser pickles as its
-inputs and is rebuilt on the other side (Spark tasks).
+A parser is two things (the plan contract):
+
+* a **plan**: a picklable, file-free value holding everything compiled from the properties and
+  the definitions (record layouts, DEFGEN tables, rule sources, converters' parameters). It is
+  made once, where the files are (``Parser.compile_plan(settings, definitions)``: the only step
+  that may read a copybook or a DEFGEN file);
+* a **runtime** built from the plan alone (``Parser(plan)``), a pure function of a message.
+
+A parser pickles as ``(its class, (its plan,))``, so a Spark task rebuilds the runtime from the
+plan without the properties file, the copybook, the DEFGEN files or the driver's working
+directory. Compiled pieces that do not pickle (lxml XPath objects, generated converters) are made
+again from the plan on the other side.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from gendef.model import Definitions
 from parsers.model import Message, Op
 from props.errors import PropertyError
 from props.settings import Settings
 
-# parser.type → (module, class); the class is built as ``cls(settings, definitions)``.
+# parser.type → (module, class)
 _PARSERS = {
     "fixed": ("parsers.fixed", "FixedParser"),
     "delim": ("parsers.delim", "DelimParser"),
@@ -31,14 +40,24 @@ class Parser(Protocol):
 
 
 class ParserBase:
-    """Keeps the build inputs so that the parser pickles as ``(class, (settings, defs))``."""
+    """A runtime over ``plan``; subclasses compile the plan in ``compile_plan`` and build their
+    runtime from it in ``__init__`` (after calling this one)."""
 
-    def __init__(self, settings: Settings, definitions: Definitions) -> None:
-        self.settings = settings
-        self.definitions = definitions
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
 
     def __reduce__(self):
-        return (type(self), (self.settings, self.definitions))
+        return (type(self), (self.plan,))
+
+    @classmethod
+    def compile_plan(cls, settings: Settings, definitions: Definitions) -> Any:
+        """The plan of this parser for ``settings`` (reads any file the settings name)."""
+        raise NotImplementedError
+
+    @classmethod
+    def build(cls, settings: Settings, definitions: Definitions) -> Self:
+        """The parser of ``settings``: its plan compiled, then its runtime."""
+        return cls(cls.compile_plan(settings, definitions))
 
     def parse(self, message: Message) -> list[Op]:
         raise NotImplementedError
@@ -50,4 +69,4 @@ def build_parser(settings: Settings, definitions: Definitions) -> Parser:
     if found is None:
         raise PropertyError(f"unknown parser type {settings.parser_type!r}", prop="parser.type")
     module, cls = found
-    return getattr(import_module(module), cls)(settings, definitions)
+    return getattr(import_module(module), cls).build(settings, definitions)

@@ -312,14 +312,28 @@ class _TablePlan:
     row: RowConverter  # the header fields, then one text per column → the converted image
 
 
+@dataclass(frozen=True, slots=True)
+class DelimPlan:
+    """What a delimited parser runs over: the ``delim.*`` settings and the definitions (both
+    plain values: the dialect, items and converters are compiled from them on each side)."""
+
+    delim: DelimSettings
+    definitions: Definitions
+
+
 class DelimParser(ParserBase):
     """``parser.type=delim``: one Op per record, in message order."""
 
-    def __init__(self, settings: Settings, definitions: Definitions) -> None:
-        super().__init__(settings, definitions)
-        d = settings.delim
-        if d is None:
+    @classmethod
+    def compile_plan(cls, settings: Settings, definitions: Definitions) -> DelimPlan:
+        if settings.delim is None:
             raise PropertyError("no delim.* settings", prop="parser.type")
+        return DelimPlan(settings.delim, definitions)
+
+    def __init__(self, plan: DelimPlan) -> None:
+        super().__init__(plan)
+        d = plan.delim
+        self.definitions = plan.definitions
         if not d.header:
             raise PropertyError("required", prop="delim.header")
         self._dialect = Dialect.from_settings(d)

@@ -290,14 +290,29 @@ class _TxRule:
     ops: tuple[_OpRule, ...]
 
 
-class XmlParser(ParserBase):
-    """Message → operations by the XML rules; pickles as (settings, definitions)."""
+@dataclass(frozen=True, slots=True)
+class XmlPlan:
+    """What an XML parser runs over: the rule tree (its XPath expressions as source text, since
+    compiled lxml XPath objects do not pickle) and the definitions."""
 
-    def __init__(self, settings: Settings | XmlSettings, definitions: Definitions) -> None:
-        super().__init__(settings, definitions)
+    xml: XmlSettings
+    definitions: Definitions
+
+
+class XmlParser(ParserBase):
+    """Message → operations by the XML rules; pickles as its plan, compiled again on load."""
+
+    @classmethod
+    def compile_plan(cls, settings: Settings | XmlSettings, definitions: Definitions) -> XmlPlan:
         xml = settings if isinstance(settings, XmlSettings) else settings.xml
         if xml is None:
             raise PropertyError("no xml.* settings", prop="parser.type")
+        return XmlPlan(xml, definitions)
+
+    def __init__(self, plan: XmlPlan) -> None:
+        super().__init__(plan)
+        xml, definitions = plan.xml, plan.definitions
+        self.definitions = definitions
         if not xml.rules:
             raise PropertyError("no rules: set xml.rules", prop="xml.rules")
         self.xml = xml

@@ -219,16 +219,7 @@ stop() {
     fi
     local pid
     pid="$(cat "$PIDFILE")"
-    kill -TERM "$pid"
-    local deadline=$((SECONDS + 30))
-    while kill -0 "$pid" 2>/dev/null; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            kill -KILL "$pid" 2>/dev/null || true
-            break
-        fi
-        sleep 0.2
-    done
-    rm -f "$PIDFILE"
+    stop_pid_file "$PIDFILE"
     echo "activemq stopped (pid $pid)"
 }
 

@@ -30,3 +30,21 @@ ensure_activemq_package() {
         _apt_install activemq
     fi
 }
+
+# Stops the process whose pid FILE holds (TERM, KILL after 30 s) and removes FILE.
+stop_pid_file() {
+    local pid
+    pid="$(cat "$1")"
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        local deadline=$((SECONDS + 30))
+        while kill -0 "$pid" 2>/dev/null; do
+            if [ "$SECONDS" -ge "$deadline" ]; then
+                kill -KILL "$pid" 2>/dev/null || true
+                break
+            fi
+            sleep 0.2
+        done
+    fi
+    rm -f "$1"
+}

@@ -36,6 +36,12 @@ def test_each_package_imports_only_the_layers_before_it(package):
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_only_the_spark_facing_batch_modules_import_pyspark():
+    importers = {path.name for path in (ROOT / "msgcap" / "batch").glob("*.py")
+                 if _imported_packages(path) & {"pyspark", "py4j"}}
+    assert importers == {"jobs.py", "session.py"}
+
+
 def test_lower_layers_import_without_pyspark_or_stomp():
     code = ("import sys, props.settings, gendef.build, gendef.copybook, parsers.base, "
             "parsers.delim, parsers.fixed, parsers.xml, msgcap.cli\n"

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[*]", metavar="URL",
                         help="Spark master (default local[*]; spark://…, yarn, k8s://…)")
     parser.add_argument("--partitions", type=int, metavar="N",
-                        help="number of input splits (default: twice the default parallelism)")
+                        help="number of input splits (default: twice the cores, at least 4, "
+                             "blocks of at most 32 MB)")
     parser.add_argument("--format", default="trail", metavar="LIST",
                         help="comma-separated outputs: trail (default), parquet, json")
     parser.add_argument("--lines", action="store_true",
@@ -35,11 +36,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress-interval", type=float, default=5.0, metavar="SECONDS",
                         help="seconds between task progress lines on stderr (default 5; "
                              "0 = steps only, negative = quiet)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting (repeatable), e.g. spark.executor.memory=4g")
+    parser.add_argument("--python-env", metavar="ARCHIVE",
+                        help="a packed Python environment with msgcap (venv-pack) shipped to "
+                             "the executors (cluster masters)")
+    parser.add_argument("--rows-output", metavar="URI",
+                        help="where --format parquet/json rows go (default: the --output "
+                             "directory); a URI the executors can write, e.g. hdfs://…")
 
 
 def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import configure_logging
-    from msgcap.batch import FORMATS, run_batch, spark_session
+    from msgcap.batch.driver import FORMATS, run_batch
+    from msgcap.batch.session import spark_session
     from msgcap.lock import writer_locks
     from props.errors import SourceError
     from props.settings import load_settings
@@ -51,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
                           f"{', '.join(FORMATS)})", url="--format")
     if args.partitions is not None and args.partitions < 1:
         raise SourceError("--partitions must be at least 1", url="--partitions")
+    conf = []
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SourceError(f"{item!r} is not KEY=VALUE", url="--conf")
+        conf.append((key.strip(), value))
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap batch", log_to_file=False)
     from pyspark.sql import SparkSession
@@ -59,13 +75,14 @@ def run(args: argparse.Namespace) -> int:
     locks = writer_locks(checkpoint_dir=None, extract=None, trail=None, directory=args.output)
     started = time.monotonic()
     existing = SparkSession.getActiveSession()
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, conf=conf, python_env=args.python_env)
     spark.sparkContext.setLogLevel("ERROR")
     try:
         result = run_batch(settings, args.input, args.output, spark=spark, formats=formats,
                            partitions=args.partitions, lines=args.lines,
                            progress_out=sys.stderr,
-                           progress_interval=args.progress_interval)
+                           progress_interval=args.progress_interval,
+                           rows_output=args.rows_output)
     finally:
         if existing is None:
             spark.stop()

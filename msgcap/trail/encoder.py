@@ -120,10 +120,10 @@ class TrailEncoder:
         """The table's encoder, built once (keyed by identity: tables are built once)."""
         return self._frame(table).table
 
-    def user_tokens(self, tx: TrailTransaction) -> bytes:
+    def user_tokens(self, txname: str | None, txowner: str | None) -> bytes:
         """The U token value: ``name 00 value 00`` pairs for TXNAME/TXOWNER (§10)."""
         parts = []
-        for name, value in (("TXNAME", tx.txname), ("TXOWNER", tx.txowner)):
+        for name, value in (("TXNAME", txname), ("TXOWNER", txowner)):
             if value is not None:
                 if "\x00" in value:
                     raise MessageError(f"{name} {quoted(value)} contains a NUL character")
@@ -134,7 +134,19 @@ class TrailEncoder:
                                "trail's user tokens")
         return out
 
-    def _tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
+    def transaction_tokens(self, txid: str, txname: str | None,
+                           txowner: str | None) -> tuple[bytes, bytes]:
+        """A transaction's TRANID value and U token (b"" without TXNAME/TXOWNER), made once
+        for all its records (``tail``)."""
+        tb = txid.encode() if type(txid) is str else str(txid).encode()
+        if len(tb) > MAX_RECORD:
+            raise MessageError(f"transaction id of {len(tb)} bytes is too long for a trail token")
+        if txname is None and txowner is None:
+            return tb, b""
+        u = self.user_tokens(txname, txowner)
+        return tb, self._head(TOK_U, 0, len(u)) + u if u else b""
+
+    def tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
         """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
         if len(sb) + len(tb) > MAX_RECORD - 64:
@@ -153,15 +165,7 @@ class TrailEncoder:
         records = tx.records
         if not records:
             raise MessageError(f"transaction {tx.txid}: no records")
-        txid = tx.txid
-        tb = txid.encode() if type(txid) is str else str(txid).encode()
-        if len(tb) > MAX_RECORD:
-            raise MessageError(f"transaction id of {len(tb)} bytes is too long for a trail token")
-        if tx.txname is None and tx.txowner is None:
-            u = b""
-        else:
-            u = self.user_tokens(tx)
-            u = self._head(TOK_U, 0, len(u)) + u if u else b""
+        tb, u = self.transaction_tokens(tx.txid, tx.txname, tx.txowner)
         audit_rba = txnum & 0xFFFFFFFF
         frames = self._frames
         if len(records) == 1:  # one message, one record: the common case of replay
@@ -170,9 +174,9 @@ class TrailEncoder:
                 ind = TRANSIND_WHOLE if last else TRANSIND_BEGIN
             else:
                 ind = TRANSIND_END if last else TRANSIND_MIDDLE
-            tail = self._tail(tb, rec.seqid, u)
+            tail = self.tail(tb, rec.seqid, u)
             hit = frames.get(id(rec.table))
-            if hit is not None and hit[0] is rec.table:
+            if hit is not None and hit[0] is rec.table and rec.data is None:
                 data = hit[1].record(rec, tail, audit_rba, ind)
                 if data is not None:
                     return data
@@ -184,53 +188,64 @@ class TrailEncoder:
         for n, rec in enumerate(records):
             if rec.seqid != seq_text:
                 seq_text = rec.seqid
-                tail = self._tail(tb, seq_text, u)
+                tail = self.tail(tb, seq_text, u)
             if n:
                 ind = TRANSIND_END if n == end else TRANSIND_MIDDLE
             else:
                 ind = TRANSIND_BEGIN if first else TRANSIND_MIDDLE
             hit = frames.get(id(rec.table))
             data = (hit[1].record(rec, tail, audit_rba, ind)
-                    if hit is not None and hit[0] is rec.table else None)
+                    if hit is not None and hit[0] is rec.table and rec.data is None else None)
             out.append(data if data is not None else self._record(rec, tail, audit_rba, ind))
         return b"".join(out)
 
-    def _record(self, rec: TrailRecord, tail: bytes, audit_rba: int, ind: int) -> bytes:
-        """One record field by field: any record, every error."""
-        fr = self._frame(rec.table)
+    def column_data(self, rec: TrailRecord) -> bytes:
+        """The D token's value of a record (b"" for a truncate), or ``rec.data`` when it was
+        encoded earlier; raises MessageError for values the columns cannot hold."""
+        data = rec.data
+        if data is not None:
+            if isinstance(data, MessageError):
+                raise data
+            return data
         iotype = rec.iotype
         if iotype == IOTYPE_PKUPDATE:
-            d = fr.table.encode_pk(rec.key_before, rec.values)
-        elif iotype == IOTYPE_TRUNCATE:
-            d = b""
-        else:
-            d = fr.table.encode(rec.values)
+            return self._frame(rec.table).table.encode_pk(rec.key_before, rec.values)
+        if iotype == IOTYPE_TRUNCATE:
+            return b""
+        return self._frame(rec.table).table.encode(rec.values)
+
+    def _record(self, rec: TrailRecord, tail: bytes, audit_rba: int, ind: int) -> bytes:
+        """One record field by field: any record, every error."""
+        return self.frame(rec.table, rec.iotype, rec.before_after, rec.io_time, rec.seqid,
+                          rec.audit_pos, self.column_data(rec), tail, audit_rba, ind)
+
+    def frame(self, table: Table, iotype: int, before_after: str, io_time: int, seqid: str,
+              audit_pos: int, d: bytes, tail: bytes, audit_rba: int, ind: int) -> bytes:
+        """One record around its encoded columns ``d`` and its ``tail`` (T and U tokens)."""
+        fr = self._frame(table)
         dlen = len(d)
         fixed = 12 + len(tail)  # G head + H head + Z, T (and U) tokens
         try:
             if dlen:
                 total = fixed + fr.hlen + 4 + dlen
                 if total > MAX_RECORD:
-                    raise _too_long(total, rec)
+                    raise MessageError(f"record of {total} bytes exceeds the trail limit of "
+                                       f"{MAX_RECORD}", source=seqid,
+                                       position=f"table {table.name}")
                 pre = fr.pack_d(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
-                                _BEFORE_AFTER[rec.before_after], dlen, iotype, ORIG_NODE,
-                                JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
+                                _BEFORE_AFTER[before_after], dlen, iotype, ORIG_NODE,
+                                JULIAN_UNIX_EPOCH_US + io_time, audit_pos,
                                 audit_rba, ind, FORMAT_TYPE, 1, fr.name, TOK_D, dlen)
             else:
                 total = fixed + fr.hlen
                 pre = fr.pack_nod(REC_G, GZ_INFO, total, TOK_H, fr.hlen, HDR_IND, PARTITION,
-                                  _BEFORE_AFTER[rec.before_after], 0, iotype, ORIG_NODE,
-                                  JULIAN_UNIX_EPOCH_US + rec.io_time, rec.audit_pos,
+                                  _BEFORE_AFTER[before_after], 0, iotype, ORIG_NODE,
+                                  JULIAN_UNIX_EPOCH_US + io_time, audit_pos,
                                   audit_rba, ind, FORMAT_TYPE, 1, fr.name)
         except (KeyError, TypeError, struct.error) as exc:
-            raise MessageError(f"bad record header field: {exc!r}", source=rec.seqid,
-                               position=f"table {rec.table.name}") from None
+            raise MessageError(f"bad record header field: {exc!r}", source=seqid,
+                               position=f"table {table.name}") from None
         return b"".join((pre, d, tail, self._head(REC_Z, GZ_INFO, total)))
-
-
-def _too_long(total: int, rec: TrailRecord) -> MessageError:
-    return MessageError(f"record of {total} bytes exceeds the trail limit of {MAX_RECORD}",
-                        source=rec.seqid, position=f"table {rec.table.name}")
 
 
 @lru_cache(maxsize=2)

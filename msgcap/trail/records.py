@@ -32,6 +32,9 @@ class TrailRecord:
     ``io_time`` is µs since 1970-01-01 UTC (the writer converts it to Julian µs); ``audit_pos``
     is the op's ordinal within its message. ``values`` has one entry per table column.
     ``key_before`` is used by PKUPDATE only: per column the key's before value, MISSING elsewhere.
+    ``data``, when set, is the D token's value already encoded from those (the Spark batch
+    encodes columns in its parse pass and frames records later), or the MessageError encoding
+    them raised, which the encoder raises when the record is written.
     """
 
     table: Table
@@ -40,8 +43,9 @@ class TrailRecord:
     io_time: int
     seqid: str
     audit_pos: int
-    values: list[Any]
+    values: list[Any] | None
     key_before: list[Any] | None = None
+    data: Any = None
 
 
 @dataclass(slots=True)

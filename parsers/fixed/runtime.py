@@ -103,18 +103,17 @@ class _Text:
 
 
 class FixedParser(ParserBase):
-    """``parser.type=fixed``: built from settings + definitions (the plan is compiled here) or
-    from a plan; pickles as its plan."""
+    """``parser.type=fixed``: the runtime over a ``FixedPlan`` (the plan contract of
+    ``parsers.base``)."""
 
-    def __init__(self, settings: Settings | FixedPlan, definitions: Definitions | None = None
-                 ) -> None:
-        if isinstance(settings, FixedPlan):
-            plan = settings
-        else:
-            super().__init__(settings, definitions)
-            plan = build_plan(settings, definitions if definitions is not None
-                              else Definitions())
-        self.plan = plan
+    plan: FixedPlan
+
+    @classmethod
+    def compile_plan(cls, settings: Settings, definitions: Definitions) -> FixedPlan:
+        return build_plan(settings, definitions)
+
+    def __init__(self, plan: FixedPlan) -> None:
+        super().__init__(plan)
         self._page = code_page(plan.encoding)
         self._text = _Text(self._page)
         self._digits_ascii = (not self._page.ebcdic
@@ -138,9 +137,6 @@ class FixedParser(ParserBase):
         self._by_name: dict[str, _Table] = {}
         self._named: dict[str, _Table] = {}  # SCHEMA.RECORD → its table (schema from messages)
         self._fast = self._compile_fast()
-
-    def __reduce__(self):
-        return (type(self), (self.plan,))
 
     # -- building --------------------------------------------------------------------------
 

@@ -193,9 +193,9 @@ def test_definitions_that_do_not_match_the_layout_are_rejected(make, tmp_path):
     settings = settings_from_text(TCUST_PROPS, env={})
     good = build_definitions(settings)
     bad = Definitions((Table.build("GG.JMSCAP_TCUSTMER", [varchar_column("X", 3)]),))
-    assert FixedParser(settings, good)
+    assert FixedParser.build(settings, good)
     with pytest.raises(DefinitionError, match="GG.JMSCAP_TCUSTMER"):
-        FixedParser(settings, bad)
+        FixedParser.build(settings, bad)
 
 
 def test_pickles(tcust):

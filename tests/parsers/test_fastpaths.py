@@ -139,7 +139,7 @@ def _parser(props: str = PROPS) -> DelimParser:
     defs = Definitions(tuple(
         Table.build(name, [number_column("ID", 5, key=True), varchar_column("NAME", 10)])
         for name in ("A.T", "B.T", "A.U")))
-    return DelimParser(settings_from_text(props), defs)
+    return DelimParser.build(settings_from_text(props), defs)
 
 
 def test_table_found_by_field_text_follows_the_name_rules():

@@ -32,7 +32,7 @@ def defs() -> Definitions:
 def build(props: str, definitions: Definitions | None = None) -> XmlParser:
     """An XmlParser from rule properties (the parser.type/sourcedefs head is added)."""
     settings = settings_from_text(HEAD + props, file="test.properties")
-    return XmlParser(settings, definitions or defs())
+    return XmlParser.build(settings, definitions or defs())
 
 
 def msg(body: str | bytes, id_: str = "00000000000000000001", **headers: str) -> Message:

@@ -580,23 +580,23 @@ def test_txind_under_a_tx_rule_is_refused():
         "o", "op", rule("c", "col", name='"keycol"', value="text()"),
         schemaandtable='"MY.TABLE"', optype='"I"', txind="@ind")),))
     with pytest.raises(PropertyError, match=r"o\.txind: txind is only for top-level op rules"):
-        XmlParser(settings, defs())
+        XmlParser.build(settings, defs())
 
 
 def test_parser_checks_rule_shapes():
     op = rule("o", "op", rule("c", "col", name='"keycol"', value="text()"),
               schemaandtable='"MY.TABLE"', optype='"I"')
     with pytest.raises(PropertyError, match="top-level rule c is of type col"):
-        XmlParser(XmlSettings(rules=(rule("c", "col", name='"x"'),)), defs())
+        XmlParser.build(XmlSettings(rules=(rule("c", "col", name='"x"'),)), defs())
     with pytest.raises(PropertyError, match="needs a name or an index"):
-        XmlParser(XmlSettings(rules=(rule("o", "op", rule("c", "col", value="."),
+        XmlParser.build(XmlSettings(rules=(rule("o", "op", rule("c", "col", value="."),
                                           schemaandtable='"A.B"', optype='"I"'),)), defs())
     with pytest.raises(PropertyError, match="needs an optype"):
-        XmlParser(XmlSettings(rules=(rule("o", "op", *op.subrules, table='"A.B"'),)), defs())
+        XmlParser.build(XmlSettings(rules=(rule("o", "op", *op.subrules, table='"A.B"'),)), defs())
     with pytest.raises(PropertyError, match="index 'x' is not an integer"):
-        XmlParser(XmlSettings(rules=(rule("o", "op", rule("c", "col", index='"x"'),
+        XmlParser.build(XmlSettings(rules=(rule("o", "op", rule("c", "col", index='"x"'),
                                           schemaandtable='"A.B"', optype='"I"'),)), defs())
-    assert XmlParser(XmlSettings(rules=(op,)), defs()).parse(msg("<a>v</a>"))[0].after[0] == "v"
+    assert XmlParser.build(XmlSettings(rules=(op,)), defs()).parse(msg("<a>v</a>"))[0].after[0] == "v"
 
 
 # -- pickling --------------------------------------------------------------------------------------

@@ -1,0 +1,396 @@
+"""The batch driver: plan in input order, frame in the tasks, append in order — one writer.
+
+``run_batch``:
+
+1. lists the inputs and cuts them into scans (``inputs``); compiles the parser's plan, here,
+   once (``Job`` is broadcast to the tasks);
+2. runs pass 1 over every partition (``parse``, one job), keeping the results in Spark; only
+   the segments' summaries come back;
+3. plans the segments in order (``plan.Planner``), submitting each partition's pass 2
+   (``encode``, one job per partition) as soon as its plans are made;
+4. appends the framed bytes as they come back, in order, with the one ``TrailWriter`` of this
+   process; at most ``window`` partitions' bytes wait here;
+5. writes ``--format`` rows with Spark's own writers, then renames the outputs into place: a
+   failed job leaves no partial trail (``Outputs``).
+
+A transaction that fails to be written under ``discard`` moves the transaction numbers of all
+later ones: the partitions after it are framed again from corrected plans (rare, as in replay).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import sys
+import tempfile
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from msgcap.batch.encode import Encoded
+from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans
+from msgcap.batch.parse import Job
+from msgcap.batch.plan import Plan, Planner
+from msgcap.batch.segments import SegmentKey
+from msgcap.pipeline import Stats
+from props.errors import MessageError, MsgcapError, SourceError
+
+FORMATS = ("trail", "parquet", "json")
+
+
+@dataclass(slots=True)
+class Result:
+    """What ``run_batch`` did: the summary's counters and where the outputs went."""
+
+    stats: Stats
+    discard_file: str | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    splits: int = 0
+    planned_fast: int = 0  # segments planned from a trial
+    planned_slow: int = 0  # segments planned message by message
+    most_held: int = 0  # the most partitions whose framed bytes the driver waited for at once
+
+
+class Outputs:
+    """``DIR``'s outputs, written under temporary names and renamed into place by ``commit``;
+    ``abort`` removes them (a failed job leaves no partial output)."""
+
+    def __init__(self, output: str, formats: tuple[str, ...], rows_output: str | None) -> None:
+        for sub in ("trail", "errors", *formats):
+            d = os.path.join(output, sub)
+            if os.path.isdir(d) and os.listdir(d):
+                raise SourceError("output exists and is not empty; remove it or choose "
+                                  "another --output", url=d)
+        os.makedirs(output, exist_ok=True)
+        self.output = output
+        self.formats = formats
+        self.work = tempfile.mkdtemp(prefix=".batch-", dir=output)
+        self.trail_dir = os.path.join(self.work, "trail")
+        self.errors_dir = os.path.join(self.work, "errors")
+        base = rows_output if rows_output is not None else "file:" + os.path.abspath(output)
+        self.rows = {f: base.rstrip("/") + "/" + f for f in formats if f != "trail"}
+
+    def final(self, path: str) -> str:
+        """Where a file written under the temporary name ends up."""
+        return os.path.join(self.output, os.path.relpath(path, self.work))
+
+    def commit(self, trail: bool) -> None:
+        if trail:
+            os.replace(self.trail_dir, os.path.join(self.output, "trail"))
+        if os.path.isdir(self.errors_dir):
+            os.replace(self.errors_dir, os.path.join(self.output, "errors"))
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+class Appender:
+    """Appends framed segments to the trail in order (whole transactions; the parts of one
+    open across segments are held until it completes)."""
+
+    def __init__(self, writer: Any, stats: Stats, errors_dir: str, *,
+                 compressed: bool = False) -> None:
+        self.writer = writer
+        self.compressed = compressed
+        self.stats = stats
+        self.errors_dir = errors_dir
+        self.discard_file: str | None = None
+        self._discards: TextIO | None = None
+        self.pending: list[bytes] = []
+        self.pending_keys: list[SegmentKey] = []
+        self.pending_error: str | None = None
+        self.dropped: list[SegmentKey] = []  # segments whose tail rows are of a lost transaction
+
+    def expects(self, r: Encoded) -> bool:
+        """True when ``r`` was framed from a plan that still holds."""
+        return r.txnum == self.writer.txnum and r.head_error == self.pending_error
+
+    def append(self, r: Encoded) -> MsgcapError | None:
+        """Append one segment; the error that stops the job there, if any."""
+        if r.discards:
+            if self._discards is None:
+                os.makedirs(self.errors_dir, exist_ok=True)
+                self.discard_file = os.path.join(self.errors_dir, "discarded.jsonl")
+                self._discards = open(self.discard_file, "a", encoding="utf-8")  # noqa: SIM115
+            self._discards.write(r.discards)
+        _merge(self.stats, r.stats)
+        view = memoryview(zlib.decompress(r.data) if self.compressed else r.data)
+        pos = 0
+        ends = r.ends
+        if r.head_completed:
+            if not r.head_failed:
+                self._write(b"".join(self.pending) + view[:ends[0]], 1, r.last)
+                pos = ends[0]
+                ends = ends[1:]
+            else:
+                self.dropped.extend(self.pending_keys)
+            self.pending, self.pending_keys, self.pending_error = [], [], None
+        self._write_group(view, ends, pos, r.last)
+        if ends:
+            pos = ends[-1]
+        if r.tail:
+            self.pending.append(bytes(view[pos:]))
+            self.pending_keys.append(r.key)
+        if r.tail_error is not None:
+            self.pending_error = r.tail_error
+        if r.error is not None:
+            return MsgcapError(r.error) if r.fatal else MessageError(r.error)
+        return None
+
+    def _write(self, data: Any, transactions: int,
+               last: tuple[str | None, int | None, str | None]) -> None:
+        writer = self.writer
+        writer.append_encoded(data, transactions=transactions, last_seqid=last[0],
+                              last_audit_pos=last[1], last_txid=last[2])
+        position = writer.position
+        stats = self.stats
+        if not stats.trail_files or stats.trail_files[-1] != position.file:
+            stats.trail_files.append(position.file)
+        stats.last_position = position
+
+    def _write_group(self, view: memoryview, ends: Any, pos: int,
+                     last: tuple[str | None, int | None, str | None]) -> None:
+        """Whole transactions ending at ``ends``: as many at once as fit the current file, so
+        that the writer rolls over before the same transaction as when it gets them one by
+        one."""
+        writer = self.writer
+        i, n = 0, len(ends)
+        while i < n:
+            room = writer.limit - writer.position.rba
+            j = max(bisect.bisect_right(ends, pos + room, i) - 1, i)
+            self._write(view[pos:ends[j]], j - i + 1, last)
+            pos = ends[j]
+            i = j + 1
+
+    def close(self) -> None:
+        if self._discards is not None:
+            self._discards.close()
+
+
+def _merge(total: Stats, part: Stats) -> None:
+    total.messages += part.messages
+    total.duplicates += part.duplicates
+    total.discarded += part.discarded
+    total.transactions += part.transactions
+    total.skipped_transactions += part.skipped_transactions
+    total.body_size += part.body_size
+    for key, n in part.operations.items():
+        total.operations[key] = total.operations.get(key, 0) + n
+    if part.last_commit_us is not None:
+        total.last_commit_us = part.last_commit_us
+
+
+def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
+              formats: tuple[str, ...] = ("trail",), partitions: int | None = None,
+              lines: bool = False, definitions: Any = None,
+              progress: Callable[[str], None] | None = None,
+              progress_out: TextIO | None = None, progress_interval: float = 5.0,
+              rows_output: str | None = None) -> Result:
+    """The whole batch (see the module doc); raises MsgcapError like replay does."""
+    from gendef.build import build_definitions
+    from msgcap.batch.jobs import Progress, SparkJobs
+    from msgcap.pipeline import write_trail_defs
+    from parsers.base import build_parser
+
+    for f in formats:
+        if f not in FORMATS:
+            raise SourceError(f"unknown format {f!r} (expected {', '.join(FORMATS)})",
+                              url="--format")
+    if definitions is None:
+        definitions = build_definitions(settings)
+    parser = build_parser(settings, definitions)
+    jobs = SparkJobs(spark)
+    files = jobs.list_inputs(inputs, lines=lines)
+    block = block_size(files, target=partitions or max(MIN_SPLITS, 2 * jobs.parallelism),
+                       cap=None if partitions else MAX_BLOCK)
+    scans = plan_scans(files, block=block)
+    outputs = Outputs(output, formats, rows_output)
+    job = Job.create(settings, parser, definitions, files, scans,
+                     rows=any(f != "trail" for f in formats), time_base=time.time_ns() // 1000)
+    job.compress = not jobs.local  # on a cluster, fewer bytes through the JVMs and network
+    out = progress_out if progress_out is not None else sys.stderr
+    try:
+        with Progress(jobs.sc, out, progress_interval) as prog:
+            run = _Run(jobs, job, settings, outputs, progress or prog.say)
+            result = run.execute(scans)
+        if "trail" not in formats:
+            result.stats.trail_files.clear()
+        else:
+            result.outputs["trail"] = os.path.join(output, "trail")
+        for f, uri in outputs.rows.items():
+            result.outputs[f] = os.path.join(output, f) if rows_output is None else uri
+        if result.discard_file is not None:
+            result.discard_file = outputs.final(result.discard_file)
+        result.stats.trail_files = [outputs.final(p) for p in result.stats.trail_files]
+        if result.stats.last_position is not None:
+            lp = result.stats.last_position
+            result.stats.last_position = lp._replace(file=outputs.final(lp.file))
+        write_trail_defs(settings, definitions)
+        outputs.commit("trail" in formats)
+    except BaseException:
+        outputs.abort()
+        raise
+    return result
+
+
+def trail_writer(settings: Any, directory: str) -> Any:
+    """The writer of the batch's trail: ``trail.path``'s files (and file headers) in
+    ``directory``."""
+    from msgcap.trail.writer import TrailWriter
+
+    trail = settings.trail
+    return TrailWriter(os.path.join(directory, os.path.basename(trail.path)),
+                       seqlen=trail.seqlen, megabytes=trail.megabytes, byteorder=trail.byteorder,
+                       sync=trail.sync, extract=trail.extract, uri=trail.uri,
+                       header_path=trail.path)
+
+
+class _Run:
+    """One run of the driver loop (module doc, steps 2–5)."""
+
+    def __init__(self, jobs: Any, job: Job, settings: Any, outputs: Outputs,
+                 say: Callable[[str], None]) -> None:
+        self.jobs, self.job, self.settings, self.outputs, self.say = (
+            jobs, job, settings, outputs, say)
+        self.window = jobs.parallelism + 1
+
+    def execute(self, scans: list) -> Result:
+        jobs, job = self.jobs, self.job
+        source, kinds = jobs.source(list(job.files), scans)
+        if job.first_lines is None and _ids_need_lines(job):
+            self.say("counting lines")
+            bare = jobs.broadcast(job)
+            job.first_lines = _first_lines(jobs.line_counts(source, kinds, bare))
+            bare.unpersist()
+        bjob = jobs.broadcast(job)
+        parsed = jobs.parse(source, kinds, bjob)
+        n = parsed.getNumPartitions()
+        writer = trail_writer(self.settings, self.outputs.trail_dir)
+        result = Result(Stats(), splits=n)
+        appender = Appender(writer, result.stats, self.outputs.errors_dir,
+                            compressed=job.compress)
+        pool = ThreadPoolExecutor(max_workers=2 * self.window + 2,
+                                  thread_name_prefix="batch-job")
+        self.parsed, self.bjob, self.pool, self.appender = parsed, bjob, pool, appender
+        writer.open()
+        try:
+            self.say(f"parsing {len(job.files)} input files in {n} splits")
+            error = self._loop(n)
+            writer.flush_durable()
+            if error is not None:
+                raise error
+            for f, uri in self.outputs.rows.items():
+                self.say(f"writing {f} rows")
+                jobs.write_rows(parsed, bjob, self.final, frozenset(appender.dropped), f, uri)
+        except BaseException:
+            jobs.cancel()
+            raise
+        finally:
+            writer.close()
+            appender.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            parsed.unpersist()
+            bjob.unpersist()
+        result.discard_file = appender.discard_file
+        result.planned_fast, result.planned_slow = self.planner.fast, self.planner.slow
+        result.most_held = self.most_held
+        return result
+
+    def _loop(self, n: int) -> MsgcapError | None:
+        """Steps 2–4 for partitions 0…n-1; the error that stops the job, if any."""
+        jobs, parsed = self.jobs, self.parsed
+        self.planner = planner = Planner(self.job.rules, self.job.policy, self.job.files)
+        self.final: dict[SegmentKey, Plan] = {}
+        self.shift = 0  # planned minus actual transaction numbers (discard at write time)
+        self.most_held = 0
+        self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future]] = deque()
+        every = jobs.summaries(parsed)
+        self.say("assembling transactions")
+        last: SegmentKey | None = None
+        for p in range(n):
+            plans: dict[SegmentKey, Plan] = {}
+            for s in sorted(every[p], key=lambda s: s.key):
+                if last is not None and s.key <= last:
+                    raise SourceError(f"Spark read the inputs out of order ({s.key} after "
+                                      f"{last})")
+                last = s.key
+                plan = planner.plan(s, lambda p=p, k=s.key: jobs.skeleton(parsed, p, k))
+                if self.shift:
+                    plan = plan.moved(plan.txnum - self.shift, plan.head_error)
+                plans[s.key] = plan
+                if planner.stopped:
+                    break
+            if plans:
+                self._submit(p, plans)
+            while len(self.queue) > self.window:
+                error = self._append_next()
+                if error is not None:
+                    return error
+            if planner.stopped:
+                break
+        self.say(f"encoding {len(self.final) + sum(len(q[1]) for q in self.queue)} segments")
+        while self.queue:
+            error = self._append_next()
+            if error is not None:
+                return error
+        if not planner.stopped:
+            return planner.finish()
+        return None
+
+    def _submit(self, p: int, plans: dict[SegmentKey, Plan]) -> None:
+        self.queue.append(
+            (p, plans, self.pool.submit(self.jobs.encode, self.parsed, self.bjob, plans, p)))
+        self.most_held = max(self.most_held, len(self.queue))
+
+    def _append_next(self) -> MsgcapError | None:
+        """Append the oldest partition's segments; frame again from corrected plans when a
+        transaction before them failed to be written."""
+        p, plans, future = self.queue.popleft()
+        appender = self.appender
+        for r in sorted(future.result(), key=lambda e: e.key):
+            if not appender.expects(r):
+                self._replan(p, plans, r)
+                return None
+            self.final[r.key] = plans[r.key]
+            error = appender.append(r)
+            if error is not None:
+                return error
+        return None
+
+    def _replan(self, p: int, plans: dict[SegmentKey, Plan], r: Encoded) -> None:
+        """``r`` was framed before a transaction ahead of it failed: move the numbers of it and
+        of every later plan, and frame them again."""
+        delta = r.txnum - self.appender.writer.txnum
+        self.shift += delta
+        self.say(f"framing segments from {r.key} again (a transaction failed to be written)")
+        head = self.appender.pending_error
+        redo = {k: plan.moved(plan.txnum - delta, head if k == r.key else None)
+                for k, plan in plans.items() if k >= r.key}
+        queued = list(self.queue)
+        self.queue.clear()
+        self._submit(p, redo)
+        for q, qplans, future in queued:
+            future.cancel()
+            self._submit(q, {k: plan.moved(plan.txnum - delta, None)
+                             for k, plan in qplans.items()})
+
+
+def _ids_need_lines(job: Job) -> bool:
+    """Text-line ids (``file:line``) go into ``jms.id`` unless ids are ``time``."""
+    return job.id_mode.strip().lower() != "time" and any(
+        f.kind == "lines" for f in job.files)
+
+
+def _first_lines(counts: list[tuple[SegmentKey, int]]) -> dict[SegmentKey, int]:
+    out: dict[SegmentKey, int] = {}
+    seen: dict[int, int] = {}
+    for key, lines in sorted(counts):
+        out[key] = seen.get(key[0], 0) + 1
+        seen[key[0]] = seen.get(key[0], 0) + lines
+    return out

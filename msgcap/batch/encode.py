@@ -1,0 +1,319 @@
+"""Pass 2, in the tasks: a planned segment's transactions, framed into trail bytes.
+
+Nothing is parsed again: the operations come back from pass 1's skeleton, their records (columns
+already encoded) from its payload, and run through the real ``Pipeline`` from the plan's state
+into a sink that frames each transaction with ``TrailEncoder`` and transaction numbers from the
+plan. A transaction open at the segment's end is framed as a part (``last=False``); one open at
+its start completes first (``first=False``). The bytes go back to the driver (``Encoded``),
+which appends them in order; ``--format`` rows come from a second run of the same code.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from msgcap.assembler import Assembler
+from msgcap.batch.inputs import KIND_FILE
+from msgcap.batch.parse import BAD, FATAL, Job, Parsed, Payload, Skeleton, no_gc
+from msgcap.batch.plan import Plan, message_name
+from msgcap.batch.rows import RowBody, transaction_rows
+from msgcap.batch.segments import SegmentKey, label, message_of, resolve
+from msgcap.msgid import IdWidthError, MessageIds
+from msgcap.pipeline import DiscardFile, Pipeline, Stats
+from msgcap.trail.encoder import TrailEncoder
+from msgcap.trail.records import TRANSIND_WHOLE, Position, TrailRecord, TrailTransaction
+from parsers.model import Message, Op
+from props.errors import MessageError, MsgcapError
+
+
+@dataclass(slots=True)
+class Encoded:
+    """What pass 2 returns for one segment.
+
+    ``ends``: where each complete transaction of ``data`` ends; ``head_completed`` /
+    ``head_failed``: the transaction open at the start was completed here / failed to encode;
+    ``tail``: ``data`` ends with a part of a transaction still open (``tail_error``: framing it
+    failed); ``last``: the writer's mark of the last transaction; ``error``: where the job stops.
+    ``data`` is zlib-compressed when the job says so (``Job.compress``).
+    """
+
+    key: SegmentKey
+    txnum: int  # the plan's transactions before this segment
+    head_error: str | None
+    data: bytes
+    ends: array
+    head_completed: bool
+    head_failed: bool
+    tail: bool
+    tail_error: str | None
+    last: tuple[str | None, int | None, str | None]
+    stats: Stats
+    discards: str
+    error: str | None
+    fatal: bool = False
+
+
+class Prebuilt:
+    """The record builder of pass 2: each operation's records as pass 1 built them, with the
+    seqid the assembler gives; rows' bodies are noted against each operation's main record."""
+
+    __slots__ = ("bodies", "current", "where")
+
+    def __init__(self, bodies: dict[int, tuple[RowBody, str, int]] | None) -> None:
+        self.current: dict[int, tuple[Any, bool, RowBody | None]] = {}
+        self.bodies = bodies
+        self.where = ("", 0)
+
+    def __call__(self, op: Op, seqid: str) -> list[TrailRecord]:
+        entry, failing, body = self.current[id(op)]
+        if failing:
+            raise MessageError(entry[0], position=entry[1])
+        table = op.table
+        out = [TrailRecord(table, iotype, ba, io_time, seqid, audit_pos, None, None,
+                           data if type(data) is bytes
+                           else MessageError(data[0], position=data[1]))
+               for iotype, ba, io_time, audit_pos, data in entry]
+        if self.bodies is not None and body is not None:
+            self.bodies[id(out[-1])] = (body, *self.where)
+        return out
+
+
+class Sink:
+    """The pipeline's writer in a task: frames transactions and keeps where each ends."""
+
+    def __init__(self, encoder: TrailEncoder, plan: Plan, bodies: dict | None) -> None:
+        self.encoder = encoder
+        self.txnum = plan.txnum
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.ends = array("q")
+        held = plan.state.open
+        self.head_open = held is not None and not held.skipping
+        self.head_error = plan.head_error
+        self.head_done = False
+        self.head_failed = False
+        self.last: tuple[str | None, int | None, str | None] = (None, None, None)
+        self.bodies = bodies
+        self.rows: list[tuple] = []
+        self.tail_rows: list[tuple] = []
+
+    def write_transaction(self, tx: TrailTransaction) -> Position:
+        head = self.head_open and not self.head_done
+        if head:  # the transaction open at the segment's start: it completes first
+            self.head_done = True
+            if self.head_error is not None:
+                self.head_failed = True
+                raise MessageError(self.head_error)
+        try:
+            data = self.encoder.encode_transaction(tx, self.txnum + 1, first=not head)
+        except MessageError:
+            self.head_failed = head
+            raise
+        self.txnum += 1
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.bodies is not None:
+            self.rows.extend(transaction_rows(tx, not head, True, self.bodies))
+        self.ends.append(self.size)
+        rec = tx.records[-1]
+        self.last = (rec.seqid, rec.audit_pos, tx.txid)  # the writer's mark
+        return Position(0, self.size, "")
+
+    def write_single(self, table: Any, txid: str, seqid: str, txname: str | None,
+                     txowner: str | None, record: tuple) -> None:
+        """``write_transaction`` of a transaction of one prebuilt record (not the head), framed
+        without building it."""
+        iotype, before_after, io_time, audit_pos, data = record
+        encoder = self.encoder
+        tb, u = encoder.transaction_tokens(txid, txname, txowner)
+        if type(data) is not bytes:
+            raise MessageError(data[0], position=data[1])
+        out = encoder.frame(table, iotype, before_after, io_time, seqid, audit_pos, data,
+                            encoder.tail(tb, seqid, u), (self.txnum + 1) & 0xFFFFFFFF,
+                            TRANSIND_WHOLE)
+        self.txnum += 1
+        self.chunks.append(out)
+        self.size += len(out)
+        self.ends.append(self.size)
+        self.last = (seqid, audit_pos, txid)
+
+    def tail(self, asm: Assembler) -> str | None:
+        """Frame the records of the transaction still open; its error text when it fails."""
+        records = asm.open_records
+        held = asm.state().open
+        if not records or held is None:
+            return None
+        head = self.head_open and not self.head_done
+        tx = TrailTransaction(held.txid, records, held.txname, held.txowner)
+        try:
+            data = self.encoder.encode_transaction(tx, self.txnum + 1, first=not head,
+                                                   last=False)
+        except MessageError as exc:
+            return str(exc)
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.bodies is not None:
+            self.tail_rows.extend(transaction_rows(tx, not head, False, self.bodies))
+        return None
+
+
+class Discards(DiscardFile):
+    """Discard records of a task, kept in memory for the driver to write in order; the message
+    is read again from its raw line (pass 2 keeps only ids and names)."""
+
+    def __init__(self, file: Any, payload: Payload, numbers: array, first_line: int) -> None:
+        super().__init__("<batch>")
+        self.buffer = io.StringIO()
+        self.file, self.payload, self.numbers, self.first_line = (
+            file, payload, numbers, first_line)
+        self.index = 0
+        self._lines: list[bytes] | None = None
+
+    def raw(self, i: int) -> bytes:
+        """The raw line (or file) of message ``i``."""
+        if self.file.kind == KIND_FILE:
+            return self.payload.lines
+        if self._lines is None:
+            self._lines = self.payload.lines.split(b"\n")
+        return self._lines[self.numbers[i]]
+
+    def _open(self) -> TextIO:
+        return self.buffer
+
+    def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
+        i = self.index
+        full = message_of(self.file, self.raw(i), label(self.numbers[i], self.first_line))
+        assert full is not None
+        super().write(full, error, raw_id=full.id)
+
+
+def encode_partition(job: Job, plans: dict[SegmentKey, Plan],
+                     parsed: Iterable[Parsed]) -> list[Encoded]:
+    """Pass 2 over one task's segments that have a plan (``sc.runJob``)."""
+    out = []
+    for p in parsed:
+        plan = plans.get(p.summary.key)
+        if plan is not None:
+            out.append(encode_segment(job, p, plan)[0])
+    return out
+
+
+def rows_partition(job: Job, plans: dict[SegmentKey, Plan], dropped: frozenset[SegmentKey],
+                   parsed: Iterable[Parsed]) -> Iterator[tuple]:
+    """The ``--format`` rows of one task's planned segments; tail rows of a segment in
+    ``dropped`` belong to a transaction that failed to encode later and are left out."""
+    for p in parsed:
+        plan = plans.get(p.summary.key)
+        if plan is not None:
+            _, rows, tail_rows = encode_segment(job, p, plan, rows=True)
+            yield from rows
+            if p.summary.key not in dropped:
+                yield from tail_rows
+
+
+def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
+                   rows: bool = False) -> tuple[Encoded, list[tuple], list[tuple]]:
+    """Pass 2 of one segment: the Encoded, and with ``rows`` the rows of its complete
+    transactions and of its tail part."""
+    summary = parsed.summary
+    sk = Skeleton.load(parsed.skeleton)
+    pl = Payload.load(parsed.payload, job.compress)
+    file = job.files[summary.key[0]]
+    first_line = plan.first_line
+    bodies: dict | None = {} if rows else None
+    builder = Prebuilt(bodies)
+    current = builder.current
+    asm = Assembler(job.rules, records=builder)
+    asm.resume(plan.state)
+    sink = Sink(TrailEncoder(job.byteorder), plan, bodies)
+    discards = Discards(file, pl, sk.numbers, first_line)
+    pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
+                        discard=discards)
+    stats = pipeline.stats
+    stats.body_size = summary.body_size
+    tables = job.tables()
+    headers: dict[str, str] = {}
+    errors, entries = pl.errors, pl.records
+    bodies_of = pl.rows
+    stop, width_at = plan.stop, plan.width_at
+    # the messages the true run takes as one whole transaction of one record, framed directly
+    singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
+    counts = stats.operations
+    error: str | None = None
+    fatal = False
+    with no_gc():
+        try:
+            for index, kind in enumerate(sk.kinds):
+                if stop is not None and index > stop:
+                    break
+                stats.messages += 1
+                if index < len(singles) and singles[index] and len(entries[index][0]) == 1:
+                    t, optype, seqid, txid, txind, txname, txowner, ordinal, _ = (
+                        sk.shapes[index][0])
+                    table = tables[t]
+                    op = Op(table, optype, 0, seqid, txid, txind, txname, txowner, None, None,
+                            ordinal)
+                    txid, seqid = asm.next_single(op)
+                    record = entries[index][0][0]
+                    try:
+                        sink.write_single(table, txid, seqid, txname, txowner, record)
+                    except MessageError as exc:  # lost, as when replay's writer refuses it
+                        name = message_name(file, sk.numbers[index], first_line)
+                        discards.index = index
+                        pipeline.reject(Message("", headers, "", None, name),
+                                        exc.located(name), "")
+                        continue
+                    stats.transactions += 1
+                    key = (t, optype)
+                    counts[key] = counts.get(key, 0) + 1
+                    stats.last_commit_us = record[2]
+                    continue
+                number = sk.numbers[index]
+                name = message_name(file, number, first_line)
+                if index == width_at:
+                    assert summary.first_id is not None  # width_at is the first id's message
+                    raise IdWidthError.between(name, plan.last_id, summary.first_id[1])
+                if kind == FATAL:
+                    raise MsgcapError(resolve(errors[index], first_line))
+                discards.index = index
+                message = Message("", headers, "", None, name)
+                if kind == BAD:
+                    reason, source, position = errors[index]
+                    pipeline.reject(message, MessageError(
+                        reason, source=resolve(source, first_line) if source else name,
+                        position=position), "")
+                    continue
+                builder.where = (file.name, first_line + number if number >= 0 else 1)
+                if current:
+                    current.clear()
+                ops = []
+                row_bodies = bodies_of[index] if bodies_of is not None else None
+                for k, (t, optype, seqid, txid, txind, txname, txowner, ordinal,
+                        fails) in enumerate(sk.shapes[index]):
+                    op = Op(tables[t], optype, 0, seqid, txid, txind, txname, txowner, None,
+                            None, ordinal)
+                    current[id(op)] = (entries[index][k], fails,
+                                       row_bodies[k] if row_bodies is not None else None)
+                    ops.append(op)
+                pipeline.accept(message, "", ops)
+        except MessageError as exc:
+            error = str(exc)
+        except MsgcapError as exc:
+            error, fatal = str(exc), True
+    tail_error = None
+    tail = False
+    if error is None and stop is None:
+        before = sink.size
+        tail_error = sink.tail(asm)
+        tail = sink.size > before
+    data = b"".join(sink.chunks)
+    encoded = Encoded(summary.key, plan.txnum, plan.head_error,
+                      zlib.compress(data, 1) if job.compress else data,
+                      sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
+                      stats, discards.buffer.getvalue(), error, fatal)
+    return encoded, sink.rows, sink.tail_rows

@@ -1,0 +1,275 @@
+"""The Spark side of a batch (Spark-facing: imports pyspark): listing, reading, the kept pass-1
+results, one-partition jobs, the rows writers, and Spark's failures as one line.
+
+Inputs are read by Spark's own readers, through Hadoop, so any URI the cluster reads works:
+the text source for the lines of large files (cut into blocks; ``lineSep`` ``\\n``, and the raw
+bytes kept, never decoded in the JVM), ``binaryFile`` for files read whole. Each line or file
+becomes one byte string (``segments``) built by Spark SQL expressions and passed to the Python
+tasks as is (``Encoders.BINARY``: no pickling per line). A private session holds the scan
+settings (block size, no packing of blocks), so the user's session is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any, Self, TextIO
+
+from msgcap.batch.encode import Encoded, encode_partition, rows_partition
+from msgcap.batch.inputs import InputFile, Scan, has_scheme, input_files, local_inputs
+from msgcap.batch.parse import Skeleton, Summary, count_lines, parse_partition
+from msgcap.batch.plan import Plan
+from msgcap.batch.rows import COLUMNS, SCHEMA
+from msgcap.batch.segments import SegmentKey, file_head, line_head
+from props.errors import MsgcapError, SourceError
+
+_GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
+_PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$")
+
+
+class SparkJobError(MsgcapError):
+    """A Spark job of the batch failed: the cause as one line."""
+
+
+def task_failure(exc: BaseException) -> MsgcapError:
+    """One line for a failed Spark job, naming its cause."""
+    text = str(exc)
+    missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", text)
+    if missing:
+        return SparkJobError(
+            f"the executors' Python cannot import {missing[1]}: install msgcap on every node, "
+            "or ship a packed environment with --python-env (see docs/cluster.md)")
+    version = re.search(r"Python in worker has different version[^\n]*", text)
+    if version:
+        return SparkJobError(version[0].strip())
+    for pattern in (r"java\.io\.FileNotFoundException: [^\n]*",
+                    r"java\.nio\.file\.AccessDeniedException: [^\n]*",
+                    r"org\.apache\.hadoop\.security\.AccessControlException: [^\n]*"):
+        found = re.search(pattern, text)
+        if found:
+            return SourceError(f"cannot read an input: {found[0].split(': ', 1)[1]}")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    python = [m for m in map(_PY_ERROR.match, lines) if m]
+    if python:
+        return SparkJobError(f"a Spark task failed: {python[-1][0]}")
+    return SparkJobError(f"a Spark job failed: {lines[0] if lines else type(exc).__name__}")
+
+
+def _spark_path(uri: str) -> str:
+    """A file's URI as Spark's readers take it: glob characters escaped (a path, not a glob)."""
+    return _GLOB_CHARS.sub(r"\\\1", uri)
+
+
+class SparkJobs:
+    """The Spark operations of one batch run."""
+
+    def __init__(self, spark: Any) -> None:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        self.spark = spark
+        self.sc = spark.sparkContext
+        self.scans = spark.newSession()  # own SQL settings for the scans
+        self._failures = (Py4JJavaError, PySparkException)
+
+    @property
+    def parallelism(self) -> int:
+        return max(1, self.sc.defaultParallelism)
+
+    @property
+    def local(self) -> bool:
+        return self.sc.master.startswith("local")
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def list_inputs(self, patterns: list[str], *, lines: bool) -> list[InputFile]:
+        """The input files in order: local paths as replay expands them, URIs through Hadoop."""
+        found: list[tuple[str, str, int]] = []
+        local: list[str] = []
+        for pattern in patterns:
+            if not has_scheme(pattern):
+                local.append(pattern)
+                continue
+            found.extend(local_inputs(local))
+            local = []
+            found.extend(self._hadoop_files(pattern))
+        found.extend(local_inputs(local))
+        return input_files(found, lines=lines)
+
+    def _hadoop_files(self, pattern: str) -> list[tuple[str, str, int]]:
+        """(uri, name, size) of a URI: a file, a directory's non-hidden files, or a glob; in
+        name order."""
+        jvm = self.sc._jvm
+        try:
+            path = jvm.org.apache.hadoop.fs.Path(pattern)
+            fs = path.getFileSystem(self.sc._jsc.hadoopConfiguration())
+            if _GLOB_CHARS.search(pattern):
+                statuses = [s for s in (fs.globStatus(path) or []) if s.isFile()]
+                if not statuses:
+                    raise SourceError("no file matches", url=pattern)
+            elif not fs.exists(path):
+                raise SourceError("no such file", url=pattern)
+            elif fs.getFileStatus(path).isDirectory():
+                statuses = [s for s in fs.listStatus(path)
+                            if s.isFile() and not s.getPath().getName().startswith(".")]
+            else:
+                statuses = [fs.getFileStatus(path)]
+        except self._failures as exc:
+            raise SourceError(task_failure(exc).args[0], url=pattern) from None
+        found = [(s.getPath().toString(), s.getLen()) for s in statuses]
+        return [(uri, uri, size) for uri, size in sorted(found)]
+
+    def source(self, files: list[InputFile], scans: list[Scan]) -> tuple[Any, list[bool]]:
+        """One RDD of the byte strings of every scan, in input order, and which of its
+        partitions are blocks of lines."""
+        from pyspark.rdd import RDD
+        from pyspark.serializers import NoOpSerializer
+
+        binary = self.sc._jvm.org.apache.spark.sql.Encoders.BINARY()
+        rdds = []
+        kinds: list[bool] = []
+        for number, scan in enumerate(scans):
+            df = self._whole(files, scan, number) if scan.whole else self._lines(files, scan)
+            rdd = RDD(getattr(df._jdf, "as")(binary).javaRDD(), self.sc, NoOpSerializer())
+            rdds.append(rdd)
+            kinds.extend([not scan.whole] * rdd.getNumPartitions())
+        if not rdds:
+            return self.sc.parallelize([], 1), [False]
+        return (self.sc.union(rdds) if len(rdds) > 1 else rdds[0]), kinds
+
+    def _lines(self, files: list[InputFile], scan: Scan) -> Any:
+        from pyspark.sql import functions as F
+
+        f = files[scan.files[0]]
+        conf = self.scans.conf
+        conf.set("spark.sql.files.maxPartitionBytes", str(scan.block))
+        conf.set("spark.sql.files.openCostInBytes", str(scan.block))  # one block per task
+        df = self.scans.read.text(_spark_path(f.uri), lineSep="\n")
+        line = F.col("value").cast("binary")
+        start = F.unhex(F.lpad(F.hex("_metadata.file_block_start"), 16, "0"))
+        # the first line of a task's block says which block it is (the id's low 33 bits are
+        # the row's number in its partition)
+        first = (F.monotonically_increasing_id() % (1 << 33)) == 0
+        return df.select(F.when(first, F.concat(F.lit(line_head(f.index)), start, line))
+                         .otherwise(line))
+
+    def _whole(self, files: list[InputFile], scan: Scan, number: int) -> Any:
+        from pyspark.sql import functions as F
+
+        conf = self.scans.conf
+        conf.set("spark.sql.files.maxPartitionBytes", str(scan.block))
+        conf.set("spark.sql.files.openCostInBytes", "0")
+        conf.set("spark.sql.files.minPartitionNum", "1")
+        uris = list(dict.fromkeys(_spark_path(files[i].uri) for i in scan.files))
+        df = self.scans.read.format("binaryFile").load(uris)
+        return df.select(F.concat(F.lit(file_head(number)), F.encode("path", "UTF-8"),
+                                  F.lit(b"\0"), "content"))
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def run(self, rdd: Any, fn: Callable, partition: int) -> list:
+        """A job over one partition of ``rdd``; a failure as one MsgcapError line."""
+        try:
+            return self.sc.runJob(rdd, fn, [partition])
+        except self._failures as exc:
+            raise task_failure(exc) from None
+
+    def broadcast(self, value: Any) -> Any:
+        return self.sc.broadcast(value)
+
+    def line_counts(self, source: Any, kinds: list[bool],
+                    bjob: Any) -> list[tuple[SegmentKey, int]]:
+        """(key, lines) of every segment, counted without parsing."""
+        try:
+            return source.mapPartitionsWithIndex(
+                lambda i, it: count_lines(bjob.value, it, lines=kinds[i])).collect()
+        except self._failures as exc:
+            raise task_failure(exc) from None
+
+    def parse(self, source: Any, kinds: list[bool], bjob: Any) -> Any:
+        """Pass 1 over every partition, kept (memory, spilled to disk) for pass 2."""
+        from pyspark import StorageLevel
+
+        return source.mapPartitionsWithIndex(
+            lambda i, it: parse_partition(bjob.value, it, lines=kinds[i]),
+            preservesPartitioning=True).persist(StorageLevel.MEMORY_AND_DISK)
+
+    def summaries(self, parsed: Any) -> list[list[Summary]]:
+        """Pass 1 over every partition (one job): each partition's segment summaries."""
+        try:
+            return self.sc.runJob(parsed, lambda it: [[p.summary for p in it]])
+        except self._failures as exc:
+            raise task_failure(exc) from None
+
+    def skeleton(self, parsed: Any, partition: int, key: SegmentKey) -> Skeleton:
+        def pick(it: Any) -> list[bytes]:
+            return [p.skeleton for p in it if p.summary.key == key]
+        return Skeleton.load(self.run(parsed, pick, partition)[0])
+
+    def encode(self, parsed: Any, bjob: Any, plans: dict[SegmentKey, Plan],
+               partition: int) -> list[Encoded]:
+        return self.run(parsed, lambda it: encode_partition(bjob.value, plans, it), partition)
+
+    def write_rows(self, parsed: Any, bjob: Any, plans: dict[SegmentKey, Plan],
+                   dropped: frozenset[SegmentKey], fmt: str, uri: str) -> None:
+        """The rows of every planned segment, written by Spark's own writer to ``uri``,
+        partitioned by table."""
+        from pyspark.sql import functions as F
+
+        bplans = self.sc.broadcast(plans)
+        rdd = parsed.mapPartitions(
+            lambda it: rows_partition(bjob.value, bplans.value, dropped, it))
+        try:
+            df = self.spark.createDataFrame(rdd, SCHEMA, verifySchema=False)
+            df = df.withColumn("commit_time", F.timestamp_micros("commit_us")).select(*COLUMNS)
+            writer = df.write.mode("errorifexists").partitionBy("table")
+            (writer.parquet if fmt == "parquet" else writer.json)(uri)
+        except self._failures as exc:
+            raise task_failure(exc) from None
+        finally:
+            bplans.unpersist()
+
+    def cancel(self) -> None:
+        self.sc.cancelAllJobs()
+
+
+class Progress:
+    """Progress lines on stderr while Spark runs: step, finished tasks of the running stages."""
+
+    def __init__(self, sc: Any, out: TextIO, interval: float) -> None:
+        self.sc, self.out, self.interval = sc, out, interval
+        self.step = "starting"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        if self.interval > 0:
+            self._thread = threading.Thread(target=self._run, name="batch-progress",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def say(self, step: str) -> None:
+        self.step = step
+        if self.interval >= 0:
+            self.out.write(f"batch: {step}\n")
+            self.out.flush()
+
+    def _run(self) -> None:
+        tracker = self.sc.statusTracker()
+        while not self._stop.wait(self.interval):
+            done = total = 0
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total:
+                self.out.write(f"batch: {self.step}: {done}/{total} tasks done\n")
+                self.out.flush()

@@ -1,0 +1,480 @@
+"""Pass 1, in the tasks: each segment is read, given ids and parsed — the only parse.
+
+Per message the task keeps what the rest of the batch needs, so that nothing is parsed again:
+
+* the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
+  seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
+  state machine looks at;
+* the **payload**: the segment's raw lines (to write a message to the discard file
+  should it be rejected later), and each operation's records built by the image rules with their columns already
+  encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
+  transaction lands in the trail, is left for pass 2); rows' column texts with ``--format``.
+
+It also runs the real ``Assembler`` over the segment in **trials** from assumed start states:
+``fresh`` (no transaction open, counters at 0, no duplicate mark) and, when the segment starts
+by continuing a transaction (txind middle or end), ``continuing`` (that transaction open). When
+the true state at the segment's start fits a trial (``plan.fits``), the driver takes the state
+at its end from the trial in O(1) instead of running the state machine per message.
+
+A ``Parsed`` per segment is kept by Spark (``MEMORY_AND_DISK``): its ``Summary`` goes to the
+driver, skeleton and payload to pass 2 (and the skeleton to the driver when no trial fits).
+"""
+
+from __future__ import annotations
+
+import gc
+import marshal
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
+from msgcap.batch.inputs import InputFile, Scan
+from msgcap.batch.rows import row_body
+from msgcap.batch.segments import (
+    Segment,
+    SegmentKey,
+    WholeFiles,
+    messages,
+    segments,
+    whole_files,
+)
+from msgcap.msgid import MessageIds
+from msgcap.trail.encoder import TrailEncoder
+from msgcap.trail.records import TrailRecord
+from parsers.model import TX_END, TX_MIDDLE, Message, Op
+from props.errors import MessageError, MsgcapError
+
+OK, BAD, FATAL = 0, 1, 2
+# first_message of a transaction a trial assumes open from before its segment
+INHERITED = "\x00inherited\x00"
+
+
+@dataclass(slots=True)
+class Job:
+    """What every task gets (broadcast once): the parser (it pickles as its plan), the
+    definitions, the rules and settings of the run, and the input files."""
+
+    parser: Any
+    definitions: Any
+    rules: ImageRules
+    id_mode: str
+    policy: str
+    byteorder: str
+    time_base: int  # µs: ``time`` ids are time_base + the message's offset in the input
+    rows: bool
+    files: tuple[InputFile, ...]
+    whole: WholeFiles
+    first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
+    # compress what crosses the JVM (kept pass-1 payloads, framed bytes): executors elsewhere
+    compress: bool = False
+
+    @classmethod
+    def create(cls, settings: Any, parser: Any, definitions: Any, files: Sequence[InputFile],
+               scans: Sequence[Scan], *, rows: bool, time_base: int) -> Job:
+        """The job of a run of ``settings`` over ``files`` read in ``scans``."""
+        return cls(parser, definitions, ImageRules.from_settings(settings), settings.jms.id,
+                   settings.error.policy, settings.trail.byteorder, time_base, rows,
+                   tuple(files), whole_files(files, scans))
+
+    def first_line(self, key: SegmentKey) -> int | None:
+        return self.first_lines.get(key) if self.first_lines is not None else None
+
+    def tables(self) -> dict[str, Any]:
+        """The definitions' tables by name (pass 2 rebuilds operations from their names)."""
+        return {t.name: t for t in self.definitions}
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """The assembler's run over a segment from an assumed start state: transactions completed,
+    counters used, the state at the end (its names may hold line labels), and ``stop``, the
+    message where the job stops (under abend, the first rejected one; a fatal error always)."""
+
+    txns: int
+    state: AssemblerState
+    stop: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the driver gets of a segment after pass 1 (small, whatever its size).
+
+    ``continues``: the given txid (None for ``*txid``) of the transaction ``continuing``
+    assumes open. Seqid facts decide whether a duplicate mark before the segment could change
+    its run: ``system_seqids`` (some operation has a ``*seqid``), ``given_width`` (the width of
+    every given seqid, -1 when they differ, None without any) and ``min_given``.
+    """
+
+    key: SegmentKey
+    lines: int
+    messages: int
+    body_size: int
+    first_id: tuple[int, str] | None
+    last_id: str | None
+    fresh: Trial
+    continuing: Trial | None
+    continues: str | None
+    system_seqids: bool
+    given_width: int | None
+    min_given: str | None
+
+
+@dataclass(slots=True)
+class Parsed:
+    """Pass 1's result for one segment, kept by Spark between the passes."""
+
+    summary: Summary
+    skeleton: bytes
+    payload: bytes
+
+
+@dataclass(slots=True)
+class Skeleton:
+    """Per message: kind, line index in the segment, operation shapes (see the module doc)."""
+
+    kinds: bytes
+    numbers: array
+    shapes: list[tuple]
+
+    @classmethod
+    def load(cls, blob: bytes) -> Skeleton:
+        kinds, numbers, refs, distinct = marshal.loads(blob)
+        n = array("i")
+        n.frombytes(numbers)
+        r = array("q")
+        r.frombytes(refs)
+        return cls(kinds, n, [distinct[i] if i >= 0 else () for i in r])
+
+
+@dataclass(slots=True)
+class Payload:
+    """Per message: records per operation (or the error its records raised), the error of a
+    bad or fatal message; the segment's lines, joined by ``\\n``; rows' column texts per
+    operation with ``--format``; per trial, the messages it took as one whole transaction of
+    one operation. (Ids are not kept: pass 2 names messages by file and line.)"""
+
+    records: list[tuple]
+    errors: dict[int, Any]
+    lines: bytes
+    rows: list[tuple] | None
+    singles: dict[str, bytes]
+
+    @classmethod
+    def load(cls, blob: bytes, compressed: bool) -> Payload:
+        return cls(*marshal.loads(zlib.decompress(blob) if compressed else blob))
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Without cyclic GC for a loop that keeps millions of small acyclic objects alive (GC passes
+    over them cost a fifth of the time); collection resumes afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Clock:
+    """``time`` ids in tasks: job start µs + the message's offset (increasing, reproducible)."""
+
+    __slots__ = ("now_ns",)
+
+    def __init__(self) -> None:
+        self.now_ns = 0
+
+    def __call__(self) -> int:
+        return self.now_ns
+
+
+class Boundaries:
+    """A record builder for the state machine alone: no records, but the operations in
+    ``failing`` (by identity) fail as their records did when pass 1 built them."""
+
+    __slots__ = ("failing",)
+
+    def __init__(self) -> None:
+        self.failing: set[int] = set()
+
+    def __call__(self, op: Op, seqid: str) -> list[TrailRecord]:
+        if id(op) in self.failing:
+            raise MessageError("records fail")
+        return []
+
+
+class _TrialRun:
+    """One trial in progress; ``singles`` marks the messages whose one operation it took as a
+    whole transaction (``Assembler.add_single``): pass 2 frames those without the assembler
+    when this trial is the true run."""
+
+    __slots__ = ("abend", "asm", "singles", "stop", "txns")
+
+    def __init__(self, asm: Assembler, abend: bool) -> None:
+        self.asm, self.abend = asm, abend
+        self.txns = 0
+        self.stop: int | None = None
+        self.singles = bytearray()
+
+    def add(self, index: int, message: Message, ops: list[Op]) -> None:
+        try:
+            if len(ops) == 1 and self.asm.add_single(message, ops[0]) is not None:
+                self.txns += 1
+                self.single(index)
+            else:
+                self.txns += len(self.asm.add(message, ops).completed)
+        except MessageError:
+            if self.abend:
+                self.stop = index
+
+    def single(self, index: int) -> None:
+        singles = self.singles
+        if len(singles) < index:
+            singles.extend(bytes(index - len(singles)))
+        singles.append(1)
+
+    def rejected(self, index: int) -> None:
+        if self.abend:
+            self.stop = index
+
+    def result(self) -> Trial:
+        return Trial(self.txns, self.asm.state(), self.stop)
+
+
+def parse_partition(job: Job, elements: Iterable[bytes], *, lines: bool) -> Iterator[Parsed]:
+    """Pass 1 over one task's elements (``lines``: the task reads a block of lines)."""
+    for seg in segments(elements, job.files, job.whole, lines=lines):
+        yield parse_segment(job, seg)
+
+
+def count_lines(job: Job, elements: Iterable[bytes], *,
+                lines: bool) -> list[tuple[SegmentKey, int]]:
+    """(key, lines) of each segment of one task's elements, without parsing (line numbers
+    needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
+    return [(seg.key, len(seg.lines))
+            for seg in segments(elements, job.files, job.whole, lines=lines)]
+
+
+def parse_segment(job: Job, seg: Segment) -> Parsed:
+    """Pass 1 of one segment (see the module doc)."""
+    return _Pass1(job, seg).run()
+
+
+class _Pass1:
+    """Pass 1 of one segment; ``run`` is the loop, one message at a time (a plain message,
+    one operation whose records build, takes the short way)."""
+
+    def __init__(self, job: Job, seg: Segment) -> None:
+        self.job, self.seg = job, seg
+        self.clock = Clock()
+        self.ids = MessageIds(job.id_mode, None, clock=self.clock)
+        self.build = ImageRecords(job.rules)
+        self.encoder = TrailEncoder(job.byteorder)
+        self.abend = job.policy == "abend"
+        self.boundaries = Boundaries()
+        self.fresh = _TrialRun(Assembler(job.rules, records=self.boundaries), self.abend)
+        self.trials = [self.fresh]
+        self.continuing: _TrialRun | None = None
+        self.continues: str | None = None
+        self.decided = False
+        self.kinds = bytearray()
+        self.numbers = array("i")
+        self.refs = array("q")
+        self.distinct: list[tuple] = []
+        self.seen: dict[tuple, int] = {}
+        self.entries: list[tuple] = []
+        self.errors: dict[int, Any] = {}
+        self.rows: list[tuple] | None = [] if job.rows else None
+        self.system_seqids = False
+        self.width: int | None = None
+        self.min_given: str | None = None
+
+    def run(self) -> Parsed:
+        job, seg, clock = self.job, self.seg, self.clock
+        next_id, parse, build = self.ids.next_id, job.parser.parse, self.build
+        column_data = self.encoder.column_data
+        kinds, numbers, refs = self.kinds, self.numbers, self.refs
+        entries, seen, distinct = self.entries, self.seen, self.distinct
+        rows, fresh, time_base = self.rows, self.fresh, job.time_base
+        single, add = fresh.asm.take_single, fresh.asm.add
+        body_size = 0
+        first_id: tuple[int, str] | None = None
+        with no_gc():
+            try:
+                for number, offset, message in messages(seg, job.first_line(seg.key)):
+                    if fresh.stop is not None and self.stopped():
+                        break
+                    index = len(kinds)
+                    numbers.append(number)
+                    body_size += len(message.body)
+                    clock.now_ns = (time_base + offset) * 1000
+                    try:
+                        message.id = next_id(message)
+                        if first_id is None:
+                            first_id = (index, message.id)
+                        ops = parse(message)
+                    except MessageError as exc:
+                        self.bad(index, exc)
+                        continue
+                    if len(ops) != 1 or rows is not None or not self.decided:
+                        self.general(index, message, ops)
+                        continue
+                    op = ops[0]
+                    seqid = op.seqid
+                    if seqid is None:
+                        self.system_seqids = True
+                    else:
+                        self.given(seqid)
+                    try:
+                        recs = build(op, "")
+                    except MessageError:
+                        self.general(index, message, ops)
+                        continue
+                    if len(recs) != 1:
+                        self.general(index, message, ops)
+                        continue
+                    rec = recs[0]
+                    try:
+                        data: Any = column_data(rec)
+                    except MessageError as exc:
+                        data = (exc.reason, exc.position)
+                    shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
+                              op.txowner, op.ordinal, False),)
+                    ref = seen.get(shape)
+                    if ref is None:
+                        ref = seen[shape] = len(distinct)
+                        distinct.append(shape)
+                    kinds.append(OK)
+                    refs.append(ref)
+                    entries.append((((rec.iotype, rec.before_after, rec.io_time, rec.audit_pos,
+                                      data),),))
+                    if fresh.stop is None:  # the fresh trial, inline
+                        try:
+                            if single(message, op):
+                                fresh.txns += 1
+                                fresh.single(index)
+                            else:
+                                fresh.txns += len(add(message, ops).completed)
+                        except MessageError:
+                            if fresh.abend:
+                                fresh.stop = index
+                    if self.continuing is not None and self.continuing.stop is None:
+                        self.continuing.add(index, message, ops)
+            except MsgcapError as exc:  # not discardable (id width, unreadable dump): stops here
+                self.fatal(exc)
+            skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(),
+                                      distinct))
+            singles = {"fresh": bytes(fresh.singles)}
+            if self.continuing is not None:
+                singles["continuing"] = bytes(self.continuing.singles)
+            payload = marshal.dumps((entries, self.errors, b"\n".join(seg.lines), rows, singles))
+            if job.compress:
+                payload = zlib.compress(payload, 1)
+        continuing = self.continuing
+        summary = Summary(seg.key, len(seg.lines), len(kinds), body_size, first_id, self.ids.last,
+                          fresh.result(), continuing.result() if continuing else None,
+                          self.continues, self.system_seqids, self.width, self.min_given)
+        return Parsed(summary, skeleton, payload)
+
+    def stopped(self) -> bool:
+        return all(t.stop is not None for t in self.trials)
+
+    def given(self, seqid: str) -> None:
+        """Note a given seqid (the facts ``Summary`` keeps)."""
+        if self.width is None:
+            self.width = len(seqid)
+        elif self.width != len(seqid):
+            self.width = -1
+        if self.min_given is None or seqid < self.min_given:
+            self.min_given = seqid
+
+    def skip(self, kind: int) -> None:
+        self.kinds.append(kind)
+        self.refs.append(-1)
+        self.entries.append(())
+        if self.rows is not None:
+            self.rows.append(())
+
+    def bad(self, index: int, exc: MessageError) -> None:
+        self.skip(BAD)
+        self.errors[index] = (exc.reason, exc.source, exc.position)
+        for t in self.trials:
+            t.rejected(index)
+
+    def fatal(self, exc: MsgcapError) -> None:
+        index = len(self.kinds)
+        if len(self.numbers) == index:  # the line itself could not be read as a message
+            self.numbers.append(-1)
+        self.skip(FATAL)
+        self.errors[index] = str(exc)
+        for t in self.trials:
+            if t.stop is None:
+                t.stop = index
+
+    def general(self, index: int, message: Message, ops: list[Op]) -> None:
+        """Any message with operations: several, failing ones, rows, the first one."""
+        failing = self.boundaries.failing
+        failing.clear()
+        shapes = []
+        built = []
+        bodies: list | None = [] if self.rows is not None else None
+        for op in ops:
+            if op.seqid is None:
+                self.system_seqids = True
+            else:
+                self.given(op.seqid)
+            try:
+                recs = self.build(op, "")
+            except MessageError as exc:
+                failing.add(id(op))
+                shapes.append(_shape(op, True))
+                built.append((exc.reason, exc.position))
+                if bodies is not None:
+                    bodies.append(None)
+                continue
+            shapes.append(_shape(op, False))
+            built.append(tuple(_prebuilt(self.encoder, rec) for rec in recs))
+            if bodies is not None:
+                bodies.append(row_body(recs))
+        shape = tuple(shapes)
+        ref = self.seen.get(shape)
+        if ref is None:
+            ref = self.seen[shape] = len(self.distinct)
+            self.distinct.append(shape)
+        self.kinds.append(OK)
+        self.refs.append(ref)
+        self.entries.append(tuple(built))
+        if self.rows is not None:
+            self.rows.append(tuple(bodies))
+        if not self.decided and ops:
+            self.decided = True
+            if ops[0].txind in (TX_MIDDLE, TX_END) and self.fresh.stop is None:
+                self.continues = ops[0].txid
+                asm = Assembler(self.job.rules, records=self.boundaries)
+                asm.resume(AssemblerState(open=OpenState(
+                    "", self.continues, None, None, False, INHERITED)))
+                self.continuing = _TrialRun(asm, self.abend)
+                self.trials.append(self.continuing)
+        for t in self.trials:
+            if t.stop is None:
+                t.add(index, message, ops)
+        failing.clear()
+
+
+def _shape(op: Op, failing: bool) -> tuple:
+    return (op.table.name, op.optype, op.seqid, op.txid, op.txind, op.txname, op.txowner,
+            op.ordinal, failing)
+
+
+def _prebuilt(encoder: TrailEncoder, rec: TrailRecord) -> tuple:
+    """A record as pass 2 needs it: header fields and the encoded columns (or their error)."""
+    try:
+        data: Any = encoder.column_data(rec)
+    except MessageError as exc:
+        data = (exc.reason, exc.position)
+    return (rec.iotype, rec.before_after, rec.io_time, rec.audit_pos, data)

@@ -1,0 +1,147 @@
+"""What a task receives from Spark, turned back into messages, one **segment** at a time.
+
+Spark hands a task raw byte strings (``jobs`` builds them in the JVM). A task of a lines scan
+reads one block of one file: one string per line (without its ``\\n``), the first one prefixed
+with ``L`` + file index (4 bytes) + block start (8 bytes). A task of a whole-files scan gets one
+string per file: ``F`` + scan number (4 bytes) + file URI (UTF-8) + ``\\0`` + the file's bytes
+(a file given twice in one scan is one string: its segments are made for each place it has).
+
+A segment is what one key names: the lines of one block of a file, or one whole file. Its
+messages come out as replay makes them (``msgcap.dumps``), each with its line's index in the
+segment and its offset in the concatenated input (``time`` ids grow with it).
+
+Line numbers: a block's first line number is only known once the lines of the blocks before it
+are counted (the driver does that, in order). Until then a line is named by a **label**,
+``\\0<index in the segment>\\0``, which ``resolve`` later turns into the number in any text
+(message names, error messages). Names never contain NUL otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from msgcap import dumps
+from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, KIND_LINES, InputFile, Scan
+from parsers.model import Message
+
+LINE_TAG, FILE_TAG = b"L", b"F"
+_LINE_HEAD = 13  # tag, file index, block start
+_LABEL = re.compile("\x00([0-9]+)\x00")
+
+SegmentKey = tuple[int, int]  # (file index, block start): the order of the input
+
+
+@dataclass(slots=True)
+class Segment:
+    """The lines of one block of a line file (``lines``), or one file read whole
+    (``content``; for a line file, its lines are cut from it)."""
+
+    file: InputFile
+    start: int
+    lines: list[bytes]
+    whole: bool
+
+    @property
+    def key(self) -> SegmentKey:
+        return (self.file.index, self.start)
+
+
+WholeFiles = dict[tuple[int, str], tuple[int, ...]]  # (scan, URI) → indexes of the file
+
+
+def whole_files(files: Sequence[InputFile], scans: Sequence[Scan]) -> WholeFiles:
+    """Where each file element of a scan read whole goes: (scan, URI) → file indexes."""
+    whole: WholeFiles = {}
+    for number, scan in enumerate(scans):
+        if scan.whole:
+            for index in scan.files:
+                key = (number, files[index].uri)
+                whole[key] = (*whole.get(key, ()), index)
+    return whole
+
+
+def line_head(index: int) -> bytes:
+    """The start of a line element of file ``index`` (the JVM appends block start and line)."""
+    return LINE_TAG + index.to_bytes(4, "big")
+
+
+def file_head(scan: int) -> bytes:
+    """The start of a file element of scan ``scan`` (the JVM appends URI and bytes)."""
+    return FILE_TAG + scan.to_bytes(4, "big")
+
+
+def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: WholeFiles, *,
+             lines: bool) -> Iterator[Segment]:
+    """The segments of one task's elements (``lines``: the task reads a block of lines)."""
+    if lines:
+        it = iter(elements)
+        first = next(it, None)
+        if first is None:  # no line starts in the block
+            return
+        if first[:1] != LINE_TAG:
+            raise ValueError("a block of lines without its head")
+        seg = Segment(files[int.from_bytes(first[1:5], "big")],
+                      int.from_bytes(first[5:_LINE_HEAD], "big"), [first[_LINE_HEAD:]], False)
+        seg.lines.extend(it)
+        yield seg
+        return
+    for element in elements:
+        cut = element.index(b"\0", 5)
+        content = element[cut + 1:]
+        scan = int.from_bytes(element[1:5], "big")
+        for index in whole[(scan, element[5:cut].decode("utf-8"))]:
+            f = files[index]
+            yield Segment(f, 0, [content] if f.kind == KIND_FILE else content.split(b"\n"),
+                          True)
+
+
+def label(number: int, first_line: int | None) -> str:
+    """Line ``number`` (0-based in its segment) as messages name it."""
+    return str(first_line + number) if first_line is not None else f"\x00{number}\x00"
+
+
+def resolve(text: str, first_line: int) -> str:
+    """``text`` with every line label replaced by the line number it stands for."""
+    if "\x00" not in text:
+        return text
+    return _LABEL.sub(lambda m: str(first_line + int(m[1])), text)
+
+
+def message_of(file: InputFile, raw: bytes, number: str) -> Message | None:
+    """The message of one line (or of the whole file), as replay reads it; None for a blank line.
+
+    Raises SourceError for a line that is not a dump entry (JSON Lines).
+    """
+    if file.kind == KIND_FILE:
+        return dumps.whole_file_message(file.name, raw)
+    if file.kind == KIND_JSONL:
+        return dumps.jsonl_message(raw, file.name, number)
+    return dumps.text_line_message(raw, file.basename, file.name, number)
+
+
+def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, Message]]:
+    """(line index in the segment, offset in the input, message) of each message in order.
+
+    ``first_line``: the number of the segment's first line, None when not known yet (labels).
+    """
+    f = seg.file
+    if seg.whole or seg.start == 0:
+        first_line = 1
+    offset = f.base + seg.start + (1 if seg.start else 0)  # no line starts at a block's start
+    raws = seg.lines
+    if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
+        name_at, path_at = f"{f.basename}:", f"{f.name}:"
+        first = first_line if first_line is not None else 0
+        for number, body in enumerate(dumps.split_lines(b"\n".join(raws))):
+            if body:
+                n = str(first + number) if first_line is not None else f"\x00{number}\x00"
+                yield number, offset, Message(name_at + n, {}, body, None, path_at + n)
+            offset += len(raws[number]) + 1
+        return
+    for number, raw in enumerate(raws):
+        message = message_of(f, raw, label(number, first_line))
+        if message is not None:
+            yield number, offset, message
+        offset += len(raw) + 1

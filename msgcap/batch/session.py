@@ -1,0 +1,93 @@
+"""The SparkSession of a batch (Spark-facing: imports pyspark).
+
+Nothing of the driver's machine goes to the executors but what Spark itself ships: no
+``PYTHONPATH``, no working directory. The executors' Python must import msgcap, either because
+it is installed on every node, or from a packed environment shipped with the job
+(``python_env``: a ``venv-pack`` archive → ``spark.archives``, the executors' interpreter set
+to the unpacked one). In local mode the executors are this machine's: they use this interpreter.
+
+The driver binds to 127.0.0.1 in local mode and when the master is on the loopback interface;
+otherwise where Spark's own settings say (executors on other machines must reach it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from props.errors import SourceError
+
+ENVIRONMENT = "environment"  # the directory the packed environment is unpacked as
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def on_loopback(master: str) -> bool:
+    """True for a local master or a ``spark://`` master on a loopback address."""
+    if is_local(master):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    hosts = [urlsplit("spark://" + h).hostname or "" for h in master[8:].split(",")]
+    return all(h == "localhost" or _loopback_ip(h) for h in hosts)
+
+
+def _loopback_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def spark_config(master: str, *, conf: Iterable[tuple[str, str]] = (),
+                 python_env: str | None = None) -> dict[str, str]:
+    """The Spark settings of a batch (``conf``, the user's ``--conf``, last and winning)."""
+    out = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.python.worker.reuse": "true",
+    }
+    if on_loopback(master):
+        out["spark.driver.bindAddress"] = "127.0.0.1"
+        out["spark.driver.host"] = "127.0.0.1"
+    if python_env is not None:
+        if is_local(master):
+            raise SourceError("a packed environment is for cluster masters; local executors "
+                              "use this interpreter", url="--python-env")
+        if not os.path.isfile(python_env):
+            raise SourceError("no such file", url=python_env)
+        out["spark.archives"] = f"{os.path.abspath(python_env)}#{ENVIRONMENT}"
+    out.update(conf)
+    return out
+
+
+def executor_python(master: str, python_env: str | None) -> str | None:
+    """The interpreter the executors run (PySpark reads it from ``PYSPARK_PYTHON`` when the
+    context starts); None leaves Spark's default (``python3`` on the nodes)."""
+    if python_env is not None:
+        return f"./{ENVIRONMENT}/bin/python"
+    if is_local(master):
+        return os.environ.get("PYSPARK_PYTHON") or sys.executable
+    return os.environ.get("PYSPARK_PYTHON")
+
+
+def spark_session(master: str = "local[*]", app: str = "msgcap batch", *,
+                  conf: Iterable[tuple[str, str]] = (), python_env: str | None = None) -> Any:
+    """A SparkSession for the batch (the existing one when this process already has one)."""
+    settings = spark_config(master, conf=conf, python_env=python_env)
+    python = executor_python(master, python_env)
+    if python is not None:
+        os.environ["PYSPARK_PYTHON"] = python
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,171 @@
+"""``msgcap batch`` on local[2]: inputs given as URIs, text-line ids, and what goes wrong — an
+unreadable input, a bad property, a parser error under abend — as one line, exit 2, and no
+partial output."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from msgcap.batch.driver import run_batch
+from msgcap.batch.inputs import plan_scans
+from msgcap.batch.jobs import SparkJobs
+from msgcap.batch.parse import Job
+from msgcap.cli import main
+from props.errors import SourceError
+from props.settings import load_settings
+
+from .conftest import copy_example, trail_view
+from .test_batch import _messages, _record, _write_jsonl
+
+PROP = "dirprm/jmsvam.properties"
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _batch(capsys, *args: str, output: str = "out") -> tuple[int, str, str]:
+    return _run(capsys, "batch", "--prop", PROP, "--output", output, "--progress-interval",
+                "-1", *args)
+
+
+def _one_line(err: str) -> str:
+    """The error line (Spark's own start-up warnings aside); never a traceback."""
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+def test_uri_inputs_equal_replay(local_spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("in").mkdir()
+    bodies = _messages(60, seed=11)
+    for k, cut in enumerate(range(0, 60, 20)):
+        _write_jsonl(Path(f"in/part {k}%.jsonl"), bodies[cut:cut + 20], cut)
+    assert _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1",
+                "in/part 0%.jsonl", "in/part 1%.jsonl", "in/part 2%.jsonl")[0] == 0
+    base = (tmp_path / "in").as_uri()
+    code, out, _ = _batch(capsys, "--input", f"{base}/part*.jsonl", "--partitions", "5")
+    assert code == 0, out
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
+    # a directory URI: its files in name order
+    assert _batch(capsys, "--input", base, "--partitions", "2", output="out2")[0] == 0
+    assert trail_view("out2/trail/sa") == trail_view("dirdat/sa")
+
+
+def test_text_line_ids_count_lines_first(local_spark, tmp_path, monkeypatch, capsys):
+    """Under a jms.id other than time, a text line's id (file:line) is used before the lines
+    of earlier blocks are counted by the parse: they are counted in a job of their own."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(PROP)
+    prop.write_text(prop.read_text().replace(
+        "delim.header=optype,schemaandtable,timestamp,txind,id",
+        "delim.header=optype,schemaandtable,timestamp,txind,key\ndelim.seqid=$jmsid")
+        + "\njms.id=JMSMessageID\n")
+    Path("records.txt").write_text("".join(_record(n, "W") + "\n" for n in range(1, 10)))
+    assert _run(capsys, "replay", "--prop", PROP, "--lines", "--progress-interval", "-1",
+                "records.txt")[0] == 0
+    steps: list[str] = []
+    run_batch(load_settings(PROP), ["records.txt"], "out", spark=local_spark, lines=True,
+              partitions=4, progress=steps.append, progress_interval=-1)
+    assert "counting lines" in steps
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
+
+
+def test_parser_error_under_abend(local_spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(PROP)
+    prop.write_text(prop.read_text().replace("error.policy=discard", "error.policy=abend"))
+    bodies = _messages(40, seed=2)
+    bodies.insert(31, "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,W,9999999999,NULL,1\n")
+    _write_jsonl(tmp_path / "a.jsonl", bodies, 0)
+    code, _, err = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1",
+                        "a.jsonl")
+    assert code == 2
+    code, out, err2 = _batch(capsys, "--input", "a.jsonl", "--partitions", "3")
+    assert code == 2 and out == ""
+    assert _one_line(err2) == _one_line(err).replace("msgcap replay:", "msgcap batch:")
+    assert "a.jsonl:32" in err2 and "unknown table SALES.NOSUCH" in err2
+    assert os.listdir("out") == []  # no trail, no temporary files
+
+
+def test_bad_property(local_spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(PROP)
+    prop.write_text(prop.read_text() + "trail.megabytes=lots\n")
+    code, out, err = _batch(capsys, "--input", "messages.jsonl")
+    assert code == 2 and out == ""
+    line = _one_line(err)
+    assert line.startswith(f"msgcap batch: error: {PROP}:") and "trail.megabytes" in line
+    assert not Path("out").exists()
+
+
+def test_unreadable_inputs(local_spark, tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    for missing in ("nosuch.jsonl", "messages.jsonl/x", "file:///nosuch/dir/*.jsonl",
+                    "nosuch://host/x.jsonl"):
+        code, out, err = _batch(capsys, "--input", "messages.jsonl", missing)
+        assert code == 2 and out == ""
+        assert missing in _one_line(err)
+        assert not Path("out").exists() or os.listdir("out") == []
+    # not a dump: the line that is not JSON is named
+    Path("broken.jsonl").write_text(Path("messages.jsonl").read_text() + "{not json\n")
+    code, _, err = _batch(capsys, "--input", "broken.jsonl", "--partitions", "2")
+    assert code == 2 and "broken.jsonl:6: not a JSON object" in _one_line(err)
+    assert os.listdir("out") == []
+
+
+def test_input_gone_after_listing(local_spark, tmp_path, monkeypatch):
+    """An input that cannot be read when Spark's reader opens it: the job's failure is one
+    line naming the file."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("big.jsonl").write_text(Path("messages.jsonl").read_text() * 50)
+    jobs = SparkJobs(local_spark)
+    files = jobs.list_inputs(["big.jsonl"], lines=False)
+    settings = load_settings(PROP)
+    scans = plan_scans(files, block=1000)
+    job = Job.create(settings, None, None, files, scans, rows=False, time_base=0)
+    source, kinds = jobs.source(files, scans)
+    Path("big.jsonl").unlink()
+    with pytest.raises(SourceError) as info:
+        jobs.line_counts(source, kinds, jobs.broadcast(job))
+    assert str(info.value).startswith("cannot read an input:") and "big.jsonl" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_empty_inputs_and_names_spark_would_read_otherwise(local_spark, tmp_path, monkeypatch,
+                                                          capsys):
+    """Empty files, blank lines, and names with glob characters read as replay reads them;
+    names Spark's readers would skip (a leading ``_`` or ``.``) are refused, not left out."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("empty.jsonl").write_text("")
+    Path("blank.jsonl").write_text("\n\n\n")
+    code, out, _ = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1",
+                        "empty.jsonl", "blank.jsonl")
+    assert code == 0
+    result = run_batch(load_settings(PROP), ["empty.jsonl", "blank.jsonl"], "out",
+                       spark=local_spark, partitions=3, progress_interval=-1)
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")  # a file header only
+    assert result.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+    bodies = _messages(30, seed=8)
+    names = ["a[1].jsonl", "b{x}.jsonl", "c?*.jsonl"]
+    cuts = [0, 10, 20, len(bodies)]
+    for k, name in enumerate(names):
+        _write_jsonl(Path(name), bodies[cuts[k]:cuts[k + 1]], cuts[k])
+    prop = Path(PROP)
+    prop.write_text(prop.read_text().replace("trail.path=dirdat/sa", "trail.path=dirdat2/sa"))
+    code, out, err = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1", *names)
+    assert code == 0, err
+    for parts in (1, 4):  # read whole, and in blocks
+        run_batch(load_settings(PROP), names, f"out{parts}", spark=local_spark,
+                  partitions=parts, progress_interval=-1)
+        assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat2/sa")
+    for hidden in ("_d.jsonl", ".e.jsonl"):
+        Path(hidden).write_text(Path("a[1].jsonl").read_text())
+        code, out, err = _batch(capsys, "--input", "a[1].jsonl", hidden, output="hidden")
+        assert code == 2 and f"{hidden}: Spark's file readers skip files" in _one_line(err)

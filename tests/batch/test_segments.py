@@ -1,0 +1,272 @@
+"""The batch's pure steps without a JVM, over many ways of cutting the inputs into blocks.
+
+Blocks are cut as Hadoop's line reader cuts them (a line belongs to the block where it starts:
+``(start, end]``, the first block ``[0, end]``), the byte strings made as ``jobs`` makes them in
+the JVM. Then: the segments read like replay; a trial's plan equals the message-by-message plan;
+parse → plan → frame → append equals replay's trail for every layout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gendef.build import build_definitions
+from msgcap import dumps
+from msgcap.batch.driver import Appender, trail_writer
+from msgcap.batch.encode import encode_segment
+from msgcap.batch.inputs import (
+    KIND_FILE,
+    InputFile,
+    block_size,
+    input_files,
+    local_inputs,
+    plan_scans,
+)
+from msgcap.batch.parse import Job, Skeleton, parse_segment
+from msgcap.batch.plan import Planner
+from msgcap.batch.segments import (
+    file_head,
+    line_head,
+    messages,
+    resolve,
+    segments,
+    whole_files,
+)
+from msgcap.cli import main
+from msgcap.pipeline import Stats
+from parsers.base import build_parser
+from props.settings import load_settings
+
+from .conftest import copy_example, trail_view
+from .test_batch import _messages, _record, _write_jsonl
+
+PROP = "dirprm/jmsvam.properties"
+
+
+def partitions(files: list[InputFile], block: int) -> list[tuple[list[bytes], bool]]:
+    """The byte strings Spark hands each task (see ``segments``), and whether the task reads a
+    block of lines, in input order."""
+    out: list[tuple[list[bytes], bool]] = []
+    for number, scan in enumerate(plan_scans(files, block=block)):
+        if scan.whole:  # Spark reads a file given twice in one scan once
+            out.append(([file_head(number) + f.uri.encode() + b"\0" + Path(f.name).read_bytes()
+                         for f in {files[i].uri: files[i] for i in scan.files}.values()], False))
+            continue
+        index = scan.files[0]
+        data = Path(files[index].name).read_bytes()
+        blocks: dict[int, list[bytes]] = {}
+        pos = 0
+        for raw in data.split(b"\n"):
+            if pos >= len(data):
+                break
+            start = max(0, -(-pos // block) - 1) * block
+            found = blocks.setdefault(start, [])
+            found.append(raw if found else line_head(index) + start.to_bytes(8, "big") + raw)
+            pos += len(raw) + 1
+        out.extend((blocks.get(start, []), True) for start in range(0, len(data), block))
+    return out
+
+
+def all_segments(files: list[InputFile], block: int, whole) -> list:
+    """Every segment of every task, in input order (the driver orders a task's segments)."""
+    found = [seg for elements, lines in partitions(files, block)
+             for seg in segments(elements, files, whole, lines=lines)]
+    return sorted(found, key=lambda s: s.key)
+
+
+def read_all(files: list[InputFile], block: int) -> list[tuple]:
+    """Every message of every segment in input order (the driver orders a task's segments),
+    line labels resolved as the driver resolves them."""
+    out = []
+    seen: dict[int, int] = {}
+    whole = whole_files(files, plan_scans(files, block=block))
+    for seg in all_segments(files, block, whole):
+        first = seen.get(seg.file.index, 0) + 1 if seg.start else 1
+        seen[seg.file.index] = seen.get(seg.file.index, 0) + len(seg.lines)
+        for _n, _offset, m in messages(seg, None):
+            out.append((resolve(m.id, first), resolve(m.origin or "", first), m.body,
+                        m.headers))
+    return out
+
+
+@pytest.fixture
+def mixed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    entries = [{"id": f"m{i}", "headers": {"k": str(i)}, "body": f"body {i} " + "x" * (i % 7)}
+               for i in range(12)]
+    Path("a.jsonl").write_text("".join(json.dumps(e) + "\n" + ("\n" if i % 5 == 0 else "")
+                                       for i, e in enumerate(entries)))
+    Path("b.txt").write_bytes(b"one\r\ntwo\n\nthree\n\xc1\xc2 not utf-8\nlast-no-newline")
+    Path("c.msg").write_bytes(b"\xc1\xc2 whole file")
+    Path("d e%.jsonl").write_text(json.dumps({"id": "x", "body": "y"}) + "\n")
+    return ["a.jsonl", "c.msg", "a.jsonl", "d e%.jsonl"], ["b.txt", "b.txt"]
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 13, 40, 97, 500, 10**6])
+def test_segments_read_like_replay(mixed, block):
+    for paths, lines in ((mixed[0], False), (mixed[1], True)):
+        files = input_files(local_inputs(paths), lines=lines)
+        want = [(m.id, m.origin, m.body, m.headers)
+                for m in dumps.read_messages(paths, lines=lines)]
+        assert read_all(files, block) == want
+
+
+def test_scans_keep_order_and_read_small_files_whole(mixed):
+    files = input_files(local_inputs(mixed[0] + ["b.txt"]), lines=False)
+    assert [f.kind for f in files] == ["jsonl", KIND_FILE, "jsonl", "jsonl", KIND_FILE]
+    scans = plan_scans(files, block=100)
+    assert [(s.files, s.whole) for s in scans] == [((0,), False), ((1,), True), ((2,), False),
+                                                   ((3, 4), True)]
+    assert block_size(files, target=4, cap=None) == -(-sum(f.size for f in files) // 4)
+    assert block_size(files, target=1, cap=10) == 10
+
+
+# -- plan and frame: every layout equals replay -------------------------------------------------
+
+class _NoTrials(Planner):
+    """The planner with every segment run message by message (the fallback path)."""
+
+    def fits(self, s):
+        return None
+
+
+def batch_in_process(out: str, paths: list[str], block: int, planner_type=Planner):
+    """Pass 1, plan, pass 2 and the ordered append of ``run_batch``, in this process."""
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    files = input_files(local_inputs(paths), lines=False)
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=block), rows=False, time_base=0)
+    planner = planner_type(job.rules, job.policy, files)
+    writer = trail_writer(settings, os.path.join(out, "trail"))
+    writer.open()
+    appender = Appender(writer, Stats(), os.path.join(out, "errors"))
+    plans = []
+    error = None
+    for seg in all_segments(files, block, job.whole):
+        parsed = parse_segment(job, seg)
+        plan = planner.plan(parsed.summary, lambda p=parsed: Skeleton.load(p.skeleton))
+        plans.append(plan)
+        encoded = encode_segment(job, parsed, plan)[0]
+        assert appender.expects(encoded)
+        error = appender.append(encoded)
+        if planner.stopped or error is not None:
+            break
+    writer.close()
+    appender.close()
+    return appender, planner, plans, error or (None if planner.stopped else planner.finish())
+
+
+def _replay(capsys, *inputs: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["replay", "--prop", PROP, "--progress-interval", "-1", *inputs])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_layout_equals_replay(tmp_path, monkeypatch, capsys, seed):
+    copy_example("delimited", tmp_path, monkeypatch)
+    rng = random.Random(seed)
+    bodies = _messages(120, seed)
+    bad = "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,W,9999999999,NULL,1\n"
+    for _ in range(3):  # discarded; a transaction open around one stays open
+        bodies.insert(rng.randrange(len(bodies)), bad)
+    cut = rng.randrange(20, 100)
+    _write_jsonl(tmp_path / "a.jsonl", bodies[:cut], 0)
+    _write_jsonl(tmp_path / "b.jsonl", bodies[cut:], cut)
+    code, out = _replay(capsys, "a.jsonl", "b.jsonl")
+    assert code == 0 and "discarded 3" in out
+    want = trail_view("dirdat/sa")
+    dsc = [json.loads(x) for x in Path("dirrpt/SALES.dsc").read_text().splitlines()]
+    size = sum(os.path.getsize(p) for p in ("a.jsonl", "b.jsonl"))
+    fast = slow = 0
+    for parts in (1, 2, 3, 5, 8, 13, 21, 34, 60, 130):
+        block = -(-size // parts)
+        appender, planner, plans, error = batch_in_process(f"out{parts}", ["a.jsonl", "b.jsonl"],
+                                                           block)
+        assert error is None
+        assert trail_view(f"out{parts}/trail/sa") == want, parts
+        assert appender.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+        got = [json.loads(x) for x in Path(appender.discard_file).read_text().splitlines()]
+        assert [(g["error"], g["source"], g["message"]) for g in got] == [
+            (d["error"], d["source"], d["message"]) for d in dsc]
+        _, _, every, _ = batch_in_process(f"slow{parts}", ["a.jsonl", "b.jsonl"], block,
+                                          _NoTrials)
+        # a trial's plan is the message-by-message plan
+        assert every == [replace(p, trial=None) for p in plans]
+        fast, slow = fast + planner.fast, slow + planner.slow
+    assert fast > 0 and slow > 0  # both paths were taken
+
+
+def test_long_transaction_through_many_segments(tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    inds = ["W", "B", *["M"] * 30, "E", "W"]
+    _write_jsonl(tmp_path / "a.jsonl", [_record(n + 1, i) + "\n" for n, i in enumerate(inds)], 0)
+    assert _replay(capsys, "a.jsonl")[0] == 0
+    size = os.path.getsize("a.jsonl")
+    for parts in (4, 17, 40):
+        _, planner, _, error = batch_in_process(f"out{parts}", ["a.jsonl"], -(-size // parts))
+        assert error is None
+        assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat/sa")
+        assert planner.slow == 0  # segments inside the transaction continue it: trials fit
+
+
+def test_abend_at_every_position(tmp_path, monkeypatch, capsys):
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(PROP)
+    prop.write_text(prop.read_text().replace("error.policy=discard", "error.policy=abend"))
+    bodies = _messages(30, 5)
+    bodies.insert(17, "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,W,9999999999,NULL,1\n")
+    _write_jsonl(tmp_path / "a.jsonl", bodies, 0)
+    code, out = _replay(capsys, "a.jsonl")
+    assert code == 2
+    size = os.path.getsize("a.jsonl")
+    for parts in (1, 3, 7, 31):
+        _, _, _, error = batch_in_process(f"out{parts}", ["a.jsonl"], -(-size // parts))
+        assert error is not None and str(error) in out
+        assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat/sa")
+
+
+class _Tripwire:
+    """A parser that must not be called."""
+
+    def parse(self, message):
+        raise AssertionError(f"message {message.name} parsed again")
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
+    """Each message is parsed once: pass 2 frames what pass 1 kept (compressed or not, as
+    the driver asks for cluster masters)."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    _write_jsonl(tmp_path / "a.jsonl", _messages(80, seed=4), 0)
+    assert _replay(capsys, "a.jsonl")[0] == 0
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    files = input_files(local_inputs(["a.jsonl"]), lines=False)
+    block = -(-files[0].size // 5)
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=block), rows=True, time_base=0)
+    job.compress = compress
+    parsed = [parse_segment(job, seg) for seg in all_segments(files, block, job.whole)]
+    job.parser = _Tripwire()
+    planner = Planner(job.rules, job.policy, files)
+    writer = trail_writer(settings, "out/trail")
+    writer.open()
+    appender = Appender(writer, Stats(), "out/errors", compressed=compress)
+    rows = 0
+    for p in parsed:
+        plan = planner.plan(p.summary, lambda p=p: Skeleton.load(p.skeleton))
+        encoded, complete, tail = encode_segment(job, p, plan, rows=True)
+        rows += len(complete) + len(tail)
+        assert appender.append(encoded) is None
+    writer.close()
+    assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
+    assert rows == appender.stats.total_operations
