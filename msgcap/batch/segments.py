@@ -28,7 +28,10 @@ from parsers.model import Message
 
 LINE_TAG, FILE_TAG = b"L", b"F"
 _LINE_HEAD = 13  # tag, file index, block start
-_LABEL = re.compile("\x00([0-9]+)\x00")
+# A line label until its number is known: private-use characters, which error texts keep as they
+# are (props.text escapes control characters), so that a label inside an error resolves too.
+_MARK = "\ue000"
+_LABEL = re.compile(f"{_MARK}([0-9]+){_MARK}")
 
 SegmentKey = tuple[int, int]  # (file index, block start): the order of the input
 
@@ -99,12 +102,12 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: Whole
 
 def label(number: int, first_line: int | None) -> str:
     """Line ``number`` (0-based in its segment) as messages name it."""
-    return str(first_line + number) if first_line is not None else f"\x00{number}\x00"
+    return str(first_line + number) if first_line is not None else f"{_MARK}{number}{_MARK}"
 
 
 def resolve(text: str, first_line: int) -> str:
     """``text`` with every line label replaced by the line number it stands for."""
-    if "\x00" not in text:
+    if _MARK not in text:
         return text
     return _LABEL.sub(lambda m: str(first_line + int(m[1])), text)
 
@@ -136,7 +139,7 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
         first = first_line if first_line is not None else 0
         for number, body in enumerate(dumps.split_lines(b"\n".join(raws))):
             if body:
-                n = str(first + number) if first_line is not None else f"\x00{number}\x00"
+                n = str(first + number) if first_line is not None else f"{_MARK}{number}{_MARK}"
                 yield number, offset, Message(name_at + n, {}, body, None, path_at + n)
             offset += len(raws[number]) + 1
         return

@@ -223,3 +223,9 @@ def trail_view(prefix: str, *, mask_io_time: bool = False) -> list[tuple[str, di
                 body[at:at + 8] = bytes(8)
         out.append((Path(path).name, header, bytes(body)))
     return out
+
+
+def output_entries(directory: str = "out") -> list[str]:
+    """What a batch left in its output directory besides its writer lock (msgcap/lock.py: the
+    lock file stays, only the kernel's lock goes with the process)."""
+    return sorted(set(os.listdir(directory)) - {"msgcap.lock"})

@@ -5,7 +5,6 @@ trail), multi-file order, txind spans across splits, rollover."""
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from msgcap.cli import main
 from props.errors import MessageError
 from props.settings import load_settings
 
-from .conftest import copy_example, trail_view
+from .conftest import copy_example, output_entries, trail_view
 
 DELIM_PROP = "dirprm/jmsvam.properties"
 
@@ -192,7 +191,7 @@ def test_bad_message_abend(spark, tmp_path, monkeypatch, capsys):
     assert f"msgcap replay: error: {info.value}" == err.strip().splitlines()[-1]
     assert "b.jsonl:" in str(info.value) and "SALES.NOSUCH" in str(info.value)
     assert trail_view("dirdat/sa")  # replay keeps what it wrote before; batch writes all or none
-    assert os.listdir("out") == []
+    assert output_entries() == []
 
 
 def test_bad_message_discard(spark, tmp_path, monkeypatch, capsys):
@@ -223,7 +222,7 @@ def test_open_transaction_at_end(spark, tmp_path, monkeypatch, capsys):
     with pytest.raises(MessageError) as info:
         batch(spark, DELIM_PROP, ["a.jsonl"], partitions=3)
     assert f"msgcap replay: error: {info.value}" == err.strip().splitlines()[-1]
-    assert os.listdir("out") == []
+    assert output_entries() == []
 
 
 # -- analysis rows and the command ----------------------------------------------------------------

@@ -21,7 +21,7 @@ from msgcap.cli import main
 from props.errors import MsgcapError
 from props.settings import load_settings
 
-from .conftest import Sessions, copy_example, trail_view
+from .conftest import Sessions, copy_example, output_entries, trail_view
 from .test_batch import _record
 
 PROP = "dirprm/jmsvam.properties"
@@ -75,7 +75,7 @@ def test_workers_python_has_no_msgcap(sessions: Sessions, tmp_path, monkeypatch,
     message = str(info.value)
     assert message.startswith("the executors' Python cannot import msgcap")
     assert "--python-env" in message and "\n" not in message
-    assert os.listdir("out") == []
+    assert output_entries() == []
 
 
 def _python_workers(cluster_dir: Path) -> list[tuple[int, int]]:

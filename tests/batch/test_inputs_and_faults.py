@@ -4,7 +4,6 @@ partial output."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from msgcap.cli import main
 from props.errors import SourceError
 from props.settings import load_settings
 
-from .conftest import copy_example, trail_view
+from .conftest import copy_example, output_entries, trail_view
 from .test_batch import _messages, _record, _write_jsonl
 
 PROP = "dirprm/jmsvam.properties"
@@ -91,7 +90,7 @@ def test_parser_error_under_abend(local_spark, tmp_path, monkeypatch, capsys):
     assert code == 2 and out == ""
     assert _one_line(err2) == _one_line(err).replace("msgcap replay:", "msgcap batch:")
     assert "a.jsonl:32" in err2 and "unknown table SALES.NOSUCH" in err2
-    assert os.listdir("out") == []  # no trail, no temporary files
+    assert output_entries() == []  # no trail, no temporary files
 
 
 def test_bad_property(local_spark, tmp_path, monkeypatch, capsys):
@@ -112,12 +111,12 @@ def test_unreadable_inputs(local_spark, tmp_path, monkeypatch, capsys):
         code, out, err = _batch(capsys, "--input", "messages.jsonl", missing)
         assert code == 2 and out == ""
         assert missing in _one_line(err)
-        assert not Path("out").exists() or os.listdir("out") == []
+        assert not Path("out").exists() or output_entries() == []
     # not a dump: the line that is not JSON is named
     Path("broken.jsonl").write_text(Path("messages.jsonl").read_text() + "{not json\n")
     code, _, err = _batch(capsys, "--input", "broken.jsonl", "--partitions", "2")
     assert code == 2 and "broken.jsonl:6: not a JSON object" in _one_line(err)
-    assert os.listdir("out") == []
+    assert output_entries() == []
 
 
 def test_input_gone_after_listing(local_spark, tmp_path, monkeypatch):
