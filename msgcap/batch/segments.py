@@ -136,10 +136,9 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
     raws = seg.lines
     if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
         name_at, path_at = f"{f.basename}:", f"{f.name}:"
-        first = first_line if first_line is not None else 0
         for number, body in enumerate(dumps.split_lines(b"\n".join(raws))):
             if body:
-                n = str(first + number) if first_line is not None else f"{_MARK}{number}{_MARK}"
+                n = label(number, first_line)
                 yield number, offset, Message(name_at + n, {}, body, None, path_at + n)
             offset += len(raws[number]) + 1
         return
