@@ -141,6 +141,19 @@ def test_metrics_are_prometheus_text_with_every_metric_of_the_spec() -> None:
     assert "# TYPE msgcap_messages_total counter" in text
 
 
+def test_metrics_give_the_durable_position_beside_the_written_one() -> None:
+    stats = _stats()
+    assert {"msgcap_durable_transactions_total 0", "msgcap_trail_durable_seqno 0",
+            "msgcap_trail_durable_rba 0"} <= set(metrics_text(stats, connected=True, trail_bytes=0,
+                                                              now_us=0).splitlines())
+    stats.durable_transactions, stats.durable_position = 5, Position(2, 777, "dirdat/sa000000002")
+    lines = metrics_text(stats, connected=True, trail_bytes=0, now_us=0).splitlines()
+    assert {"msgcap_durable_transactions_total 5", "msgcap_trail_durable_seqno 2",
+            "msgcap_trail_durable_rba 777", "msgcap_transactions_total 7",
+            "msgcap_trail_seqno 3", "msgcap_trail_rba 1234"} <= set(lines)
+    assert "# TYPE msgcap_trail_durable_rba gauge" in lines
+
+
 def test_reports_by_records_and_by_time_with_since_last(tmp_path) -> None:
     import io
 
