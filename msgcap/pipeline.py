@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol, TextIO
 
+from gendef.durable import fsync_parent
 from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
@@ -170,6 +171,8 @@ class DiscardFile:
             try:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
                 self._fh = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115
+                if self.sync:
+                    fsync_parent(self.path)  # a new file's name, before its first record counts
             except OSError as exc:
                 raise SourceError(f"cannot open the discard file: {exc.strerror}",
                                   url=self.path) from None

@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from gendef.durable import fsync_dir
 from msgcap.batch.encode import Encoded
 from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans
 from msgcap.batch.parse import Job
@@ -84,6 +85,7 @@ class Outputs:
             os.replace(self.trail_dir, os.path.join(self.output, "trail"))
         if os.path.isdir(self.errors_dir):
             os.replace(self.errors_dir, os.path.join(self.output, "errors"))
+        fsync_dir(self.output)  # the renames: the job's outputs are there after a crash too
         shutil.rmtree(self.work, ignore_errors=True)
 
     def abort(self) -> None:

@@ -236,7 +236,9 @@ def _partial(reason: str, sent: int, confirmed: int) -> str:
 
 
 def send_to_spool(path: str, messages: Iterable[Any]) -> int:
-    """Write ``.msg.json`` files named so that name order is send order."""
+    """Write ``.msg.json`` files named so that name order is send order, each complete when it
+    appears (the spool takes any name not hidden), all durable when this returns."""
+    from gendef.durable import atomic_write, fsync_dir
     from msgcap.dumps import entry
 
     os.makedirs(path, exist_ok=True)
@@ -244,9 +246,8 @@ def send_to_spool(path: str, messages: Iterable[Any]) -> int:
     count = 0
     for message in messages:
         name = f"{stamp:017d}-{count:09d}.msg.json"
-        tmp = os.path.join(path, f".{name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(entry(message), fh, ensure_ascii=False)
-        os.replace(tmp, os.path.join(path, name))
+        data = json.dumps(entry(message), ensure_ascii=False).encode("utf-8")
+        atomic_write(os.path.join(path, name), data, sync_dir=False)
         count += 1
+    fsync_dir(path)  # once for all the names
     return count
