@@ -17,9 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import glob
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from parsers.model import Message
@@ -138,24 +140,20 @@ _CHUNK = 1 << 20
 
 
 def read_text_lines(path: str) -> Iterator[Message]:
-    """Each non-empty line (terminator ``\\n`` or ``\\r\\n`` removed) is one message body.
+    """Each non-empty line of a text-lines dump is one message (``line_messages``).
 
-    Read in chunks of whole lines: a chunk that is valid UTF-8 is decoded once (its lines are
-    then valid too, as ``\\n`` never occurs inside a UTF-8 sequence); any other chunk goes line
-    by line through ``text_line_message``, so an invalid line stays bytes.
+    Read in chunks of whole lines, each given to ``line_messages`` at once.
     """
     name = os.path.basename(path)
-    name_at, path_at = f"{name}:", f"{path}:"
-    number = 0
+    numbers = map(str, itertools.count(1))  # consumed one a line, across the chunks
     with _open(path, "rb") as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:  # a last line without terminator
-                    message = text_line_message(b"".join(rest), name, path, number + 1)
-                    if message is not None:
-                        yield message
+                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, path,
+                                                                numbers))
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
@@ -164,11 +162,20 @@ def read_text_lines(path: str) -> Iterator[Message]:
             rest.append(chunk[:cut])
             data = b"".join(rest) if len(rest) > 1 else rest[0]
             rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
-            for line in split_lines(data):
-                number += 1
-                if line:
-                    n = str(number)  # the f-strings of text_line_message, built cheaper
-                    yield Message(name_at + n, {}, line, None, path_at + n)
+            yield from map(itemgetter(1), line_messages(data, name, path, numbers))
+
+
+def line_messages(data: bytes, name: str, path: str, numbers: Iterator[str]
+                  ) -> Iterator[tuple[int, Message]]:
+    """(index, message) of each non-empty line of ``data``: the one rule of text-lines dumps.
+
+    The body is the line's text (``split_lines``), its id ``name:N`` and its origin ``path:N``,
+    where N is the line's number, taken from ``numbers`` one per line (empty ones too).
+    """
+    name_at, path_at = f"{name}:", f"{path}:"
+    for (index, body), n in zip(enumerate(split_lines(data)), numbers):
+        if body:
+            yield index, Message(name_at + n, {}, body, None, path_at + n)
 
 
 def split_lines(data: bytes) -> list[str] | list[str | bytes]:
@@ -187,20 +194,6 @@ def split_lines(data: bytes) -> list[str] | list[str | bytes]:
     if "\r" in text:
         lines = [line[:-1] if line[-1:] == "\r" else line for line in lines]
     return lines
-
-
-def text_line_message(raw: bytes, name: str, path: str, number: int | str) -> Message | None:
-    """Line ``number`` (with its terminator) of a text-lines dump; None for an empty line."""
-    raw = raw.rstrip(b"\n")  # one at most: lines are split at each \n
-    if raw[-1:] == b"\r":
-        raw = raw[:-1]
-    if not raw:
-        return None
-    try:
-        body: str | bytes = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        body = raw
-    return Message(f"{name}:{number}", {}, body, None, f"{path}:{number}")
 
 
 def read_whole_file(path: str) -> Message:

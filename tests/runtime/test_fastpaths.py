@@ -88,10 +88,11 @@ LINES = [b"a,b", b"", b"caf\xc3\xa9,\xe2\x82\xac", b"x\r", b"\r", b"bad \xff byt
 
 
 def _reference(path):
-    """Line-by-line reading, as text_line_message defines it."""
+    """Line-by-line reading: each line alone through ``line_messages``."""
     with open(path, "rb") as fh:
         return [(m.id, m.body, m.origin) for n, raw in enumerate(fh, 1)
-                if (m := dumps.text_line_message(raw, path.name, str(path), n)) is not None]
+                for _, m in dumps.line_messages(raw.removesuffix(b"\n"), path.name, str(path),
+                                                iter((str(n),)))]
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 64, 1 << 20])
