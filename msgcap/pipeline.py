@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol, TextIO
@@ -39,6 +39,9 @@ class Parser(Protocol):
     def parse(self, message: Message) -> list[Op]: ...
 
 
+_COUNTER = {"counter": True}  # a Stats field that intervals subtract and parts add
+
+
 @dataclass(slots=True)
 class Stats:
     """Counters since start; ``copy()`` + ``since(earlier)`` give the interval of a report.
@@ -49,13 +52,13 @@ class Stats:
     and reports show both.
     """
 
-    messages: int = 0
-    duplicates: int = 0
-    discarded: int = 0
-    transactions: int = 0
-    skipped_transactions: int = 0
+    messages: int = field(default=0, metadata=_COUNTER)
+    duplicates: int = field(default=0, metadata=_COUNTER)
+    discarded: int = field(default=0, metadata=_COUNTER)
+    transactions: int = field(default=0, metadata=_COUNTER)
+    skipped_transactions: int = field(default=0, metadata=_COUNTER)
     operations: dict[tuple[str, str], int] = field(default_factory=dict)
-    body_size: int = 0
+    body_size: int = field(default=0, metadata=_COUNTER)
     trail_files: list[str] = field(default_factory=list)
     last_position: Position | None = None
     last_commit_us: int | None = None
@@ -67,22 +70,24 @@ class Stats:
         return sum(self.operations.values())
 
     def copy(self) -> Stats:
-        return Stats(self.messages, self.duplicates, self.discarded, self.transactions,
-                     self.skipped_transactions, dict(self.operations), self.body_size,
-                     list(self.trail_files), self.last_position, self.last_commit_us,
-                     self.durable_transactions, self.durable_position)
+        return replace(self, operations=dict(self.operations),
+                       trail_files=list(self.trail_files))
 
     def since(self, earlier: Stats) -> Stats:
         """The counts of the interval after ``earlier`` (positions are this one's)."""
         ops = {k: v - earlier.operations.get(k, 0) for k, v in self.operations.items()}
-        return Stats(self.messages - earlier.messages, self.duplicates - earlier.duplicates,
-                     self.discarded - earlier.discarded,
-                     self.transactions - earlier.transactions,
-                     self.skipped_transactions - earlier.skipped_transactions,
-                     {k: v for k, v in ops.items() if v}, self.body_size - earlier.body_size,
-                     [f for f in self.trail_files if f not in earlier.trail_files],
-                     self.last_position, self.last_commit_us, self.durable_transactions,
-                     self.durable_position)
+        return replace(self, **{n: getattr(self, n) - getattr(earlier, n) for n in _COUNTERS},
+                       operations={k: v for k, v in ops.items() if v},
+                       trail_files=[f for f in self.trail_files if f not in earlier.trail_files])
+
+    def add(self, part: Stats) -> None:
+        """Count ``part`` (the stats of a part of the input, a batch task's) into these."""
+        for name in _COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        for key, n in part.operations.items():
+            self.operations[key] = self.operations.get(key, 0) + n
+        if part.last_commit_us is not None:
+            self.last_commit_us = part.last_commit_us
 
     def summary(self) -> str:
         """The multi-line summary replay prints and reports reuse."""
@@ -116,6 +121,9 @@ class Stats:
             line += (f"; written: {_at(written)} ({pending} more transactions, not durable: "
                      "their messages were not acknowledged)")
         return line
+
+
+_COUNTERS = tuple(f.name for f in fields(Stats) if f.metadata.get("counter"))
 
 
 def _at(position: Position | None) -> str:
