@@ -75,9 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if jms.url[0].startswith("dir:"):
         count = send_to_spool(jms.url[0][4:], messages())
         where = jms.url[0]
-    else:
-        if not jms.destination:
-            raise PropertyError("required for a STOMP broker", prop="jms.destination")
+    else:  # the loader made sure a broker URL comes with jms.destination
         count, where = send_to_broker(settings, messages())
     elapsed = time.monotonic() - started
     rate = count / elapsed if elapsed > 0 else 0.0
