@@ -12,8 +12,6 @@ import logging
 import sys
 import time
 
-HELP = "replay archived message dumps with Spark"
-
 log = logging.getLogger("msgcap.batch")
 
 

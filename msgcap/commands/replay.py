@@ -14,8 +14,6 @@ import sys
 import time
 from typing import TextIO
 
-HELP = "run message dumps through parser and assembler into the trail"
-
 log = logging.getLogger("msgcap.replay")
 
 

@@ -17,8 +17,6 @@ import signal
 import sys
 from typing import Any
 
-HELP = "capture messages from a broker or spool directory into the trail"
-
 log = logging.getLogger("msgcap.run")
 
 

@@ -22,8 +22,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-HELP = "publish message dumps to the configured destination"
-
 log = logging.getLogger("msgcap.send")
 
 # Headers the broker sets itself, or that describe a delivery rather than the message.
