@@ -21,6 +21,7 @@ from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
+from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
 
@@ -33,10 +34,6 @@ class Writer(Protocol):
     def write_transaction(self, tx: TrailTransaction) -> Position: ...
 
     def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position: ...
-
-
-class Parser(Protocol):
-    def parse(self, message: Message) -> list[Op]: ...
 
 
 _COUNTER = {"counter": True}  # a Stats field that intervals subtract and parts add
