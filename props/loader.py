@@ -171,8 +171,8 @@ MAX_PATH_PART = 240  # NAME_MAX (255) less room for the temporary suffixes msgca
 _FRACTION = re.compile(r"F+(\d*)")
 
 
-def load_file(path: str, env: Mapping[str, str] | None = None) -> Settings:
-    """Read a properties file (UTF-8) and build its settings."""
+def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate a properties file (UTF-8); ``env`` defaults to ``os.environ``."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -184,12 +184,13 @@ def load_file(path: str, env: Mapping[str, str] | None = None) -> Settings:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise PropertyError("not valid UTF-8", file=path, line=line) from None
-    return load_text(text, path, env)
+    return settings_from_text(text, path, env)
 
 
-def load_text(text: str, file: str = "<string>",
-              env: Mapping[str, str] | None = None) -> Settings:
-    """Build settings from properties text; ``env`` defaults to ``os.environ``."""
+def settings_from_text(text: str, file: str = "<string>",
+                       env: Mapping[str, str] | None = None) -> Settings:
+    """Validate properties given as text (tests, embedded configurations); ``env`` defaults
+    to ``os.environ``."""
     return _Loader(parse_properties(text, file), file,
                    os.environ if env is None else env).build()
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import configure_logging
     from msgcap.dumps import expand_inputs, read_messages
     from props.errors import PropertyError
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap send", log_to_file=False)

@@ -25,7 +25,7 @@ from parsers.convert import build_converter, compile_row
 from parsers.delim import DelimParser, Dialect
 from parsers.model import Message
 from props.errors import MessageError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 COLUMNS = [
     number_column("N0", 12), number_column("N2", 11, 2), number_column("N3", 5, 3),

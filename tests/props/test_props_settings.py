@@ -9,6 +9,7 @@ import pytest
 
 from props.errors import PropertyError
 from props.expr import Const, Field, JmsId, JmsProp, SysSeqid, SysTs
+from props.loader import load_settings, settings_from_text
 from props.settings import (
     DateFormats,
     DelimSettings,
@@ -22,8 +23,6 @@ from props.settings import (
     TxindValues,
     UserColumn,
     XmlSettings,
-    load_settings,
-    settings_from_text,
 )
 
 FILE = "t.properties"
