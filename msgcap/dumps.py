@@ -81,7 +81,7 @@ def read_jsonl(path: str) -> Iterator[Message]:
     number = 0
     for data in _line_chunks(path):
         try:
-            text = data.decode("utf-8")
+            lines = data.decode("utf-8").split("\n")
         except UnicodeDecodeError:
             for raw in data.split(b"\n"):
                 number += 1
@@ -89,16 +89,11 @@ def read_jsonl(path: str) -> Iterator[Message]:
                 if message is not None:
                     yield message
             continue
-        for line in text.split("\n"):
+        for line in lines:
             number += 1
-            if not line or line.isspace():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = _decode_json(line.removeprefix("\ufeff"))
-            except ValueError as exc:
-                raise SourceError(f"not a JSON object: {exc}", url=where) from None
-            yield message_from_entry(obj, where)
+            message = _jsonl_text_message(line, path, number)
+            if message is not None:
+                yield message
 
 
 def _line_chunks(path: str) -> Iterator[bytes]:
@@ -126,12 +121,22 @@ def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
     One line at a time, so that Spark batch tasks can read a block of a large dump (which may
     name the line by a label until its number is known).
     """
-    if not raw or raw.isspace():
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not a JSON object: {exc}", url=f"{path}:{number}") from None
+    return _jsonl_text_message(line, path, number)
+
+
+def _jsonl_text_message(line: str, path: str, number: int | str) -> Message | None:
+    """The one rule of a JSON Lines line (decoded): blank (any white space) → None, else an
+    entry (a BOM before it ignored) or a SourceError naming ``path:number``."""
+    if not line or line.isspace():
         return None
     where = f"{path}:{number}"
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        obj = _decode_json(line.removeprefix("\ufeff"))
+    except ValueError as exc:
         raise SourceError(f"not a JSON object: {exc}", url=where) from None
     return message_from_entry(obj, where)
 
