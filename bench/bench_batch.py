@@ -179,7 +179,7 @@ def main() -> int:
     n = args.records
 
     from gendef.build import build_definitions
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as work:

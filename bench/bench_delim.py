@@ -29,7 +29,7 @@ from gendef.model import (
 )
 from parsers.base import build_parser
 from parsers.model import Message
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 PROPS = r"""
 parser.type=delim

@@ -233,7 +233,7 @@ def run(workload: str, n: int) -> dict[str, float]:
     from gendef.build import build_definitions
     from msgcap.dumps import read_messages
     from parsers.base import build_parser
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     ebcdic = workload == "ebcdic"
     with tempfile.TemporaryDirectory(prefix=f"bench-fixed-{workload}-") as work:

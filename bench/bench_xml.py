@@ -166,7 +166,7 @@ def main() -> int:
     from msgcap.trail.writer import TrailWriter
     from parsers.base import build_parser
     from parsers.model import Message
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     rng = random.Random(args.seed)
     bodies, total_ops = [], 0

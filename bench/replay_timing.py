@@ -16,7 +16,7 @@ from msgcap.dumps import read_messages
 from msgcap.pipeline import Stats, build_pipeline
 from msgcap.trail.writer import TrailWriter
 from parsers.base import build_parser
-from props.settings import load_settings
+from props.loader import load_settings
 
 Seconds = tuple[float, float]  # (wall, CPU)
 

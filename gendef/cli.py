@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         configure_logging(None, command="gendef", log_to_file=False)
-        from props.settings import load_settings
+        from props.loader import load_settings
 
         settings = load_settings(args.prop)
         configure_logging(settings, command="gendef", log_to_file=False)

@@ -12,10 +12,10 @@ import codecs
 import logging
 import os
 import re
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gendef.durable import atomic_write
 from gendef.model import Column, Definitions, DefsHeader, Table
 from props.errors import DefinitionError
 
@@ -353,36 +353,8 @@ def write_defs(defs: Definitions, path: str | os.PathLike[str],
     Missing parent directories are created; on any error nothing is left at ``path``.
     """
     data = encode_defs(defs, created)
-    target = Path(path)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        atomic_write(path, data)
     except OSError as exc:
         raise DefinitionError(f"cannot write source definitions: {exc.strerror}",
                               file=os.fspath(path)) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise DefinitionError(f"cannot write source definitions: {exc.strerror}",
-                              file=os.fspath(path)) from None
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable; some file systems refuse directory fsync, which is harmless."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -19,9 +19,6 @@ NUMBER = 134
 UINT64 = 135
 DATETIME = 192
 
-SUPPORTED_TYPES = frozenset({CHAR, VARCHAR, INT16, UINT16, INT32, UINT32, NUMBER, UINT64, DATETIME})
-WRITABLE_TYPES = frozenset({CHAR, VARCHAR, NUMBER, DATETIME})
-
 SUBTYPE_NUMBER_TEXT = 2  # type 64 carrying a NUMBER without fixed precision
 SUBTYPE_FIXED_NUMBER = 3  # type 134
 
@@ -89,11 +86,6 @@ class Column:
     @property
     def is_number_text(self) -> bool:
         return self.type_code == VARCHAR and self.sub_type == SUBTYPE_NUMBER_TEXT
-
-    @property
-    def is_numeric(self) -> bool:
-        return self.is_number_text or self.type_code in (
-            NUMBER, INT16, UINT16, INT32, UINT32, UINT64)
 
     @property
     def kind(self) -> str:
@@ -278,13 +270,6 @@ class Definitions:
 
     def __len__(self) -> int:
         return len(self.tables)
-
-    def merged(self, other: Definitions) -> Definitions:
-        """These tables followed by ``other``'s; a name in both is an error."""
-        for t in other.tables:
-            if self.get(t.name) is not None:
-                raise DefinitionError(f"table {t.name} is defined twice")
-        return Definitions(self.tables + other.tables, self.header)
 
     def normalized(self) -> Definitions:
         """Offsets recomputed, 4.0 header: the form gendef and trail.defs write."""

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from gendef.durable import fsync_dir
 from msgcap.dumps import entry_line
 from parsers.model import Message
 from props.errors import SourceError
@@ -72,7 +73,12 @@ class Archive:
                               url=self.path) from None
         self._day, self._size = day, 0
         self.files.append(self.path)
-        self._fsync_dir()
+        if self.sync != "none":
+            try:
+                fsync_dir(self.directory)
+            except OSError as exc:
+                raise SourceError(f"cannot create the archive: {exc.strerror}",
+                                  url=self.path) from None
 
     def flush_durable(self) -> None:
         """Everything appended so far reaches the file (and the disk, unless sync is none)."""
@@ -85,15 +91,6 @@ class Archive:
         except OSError as exc:
             raise SourceError(f"cannot write the archive: {exc.strerror}", url=self.path) from None
         self._dirty = False
-
-    def _fsync_dir(self) -> None:
-        if self.sync == "none":
-            return
-        fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     def _close_file(self) -> None:
         if self._fh is not None:

@@ -354,7 +354,7 @@ class Assembler:
             return False
         try:
             found = self._single(op)
-        except MessageError as exc:
+        except (MessageError, IdWidthError) as exc:
             raise exc.located(message.name) from None
         if found is None:
             return False

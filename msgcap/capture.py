@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gendef.durable import fsync_parent
 from msgcap.archive import Archive
 from msgcap.checkpoint import Checkpoint, CheckpointFile
 from msgcap.dumps import entry_line, message_from_entry
@@ -316,7 +317,7 @@ class Capture:
                 fh.flush()
                 os.fsync(fh.fileno())
             if not self._spilled:
-                _fsync_dir(os.path.dirname(self.spill_path) or ".")
+                fsync_parent(self.spill_path)
         except OSError as exc:
             raise MsgcapError(f"{self.spill_path}: cannot write the spill journal: "
                               f"{exc.strerror}") from None
@@ -334,7 +335,7 @@ class Capture:
         except FileNotFoundError:
             pass
         self._journaled.clear()
-        _fsync_dir(os.path.dirname(self.spill_path) or ".")
+        fsync_parent(self.spill_path)
         self._spilled = False
 
     def recover_spill(self) -> int:
@@ -397,11 +398,3 @@ class Capture:
         if self._spilled:
             self.recover_spill()
         log.info("reconnected after %s; unacknowledged messages will be redelivered", reason)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -15,6 +15,7 @@ import os
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 
+from gendef.durable import atomic_write
 from msgcap.trail.records import Position
 from msgcap.trail.writer import Recovery
 from props.errors import TrailError
@@ -95,19 +96,11 @@ class CheckpointFile:
         if not cp.time:
             cp = Checkpoint(**{**asdict(cp), "time": datetime.now(UTC).isoformat(
                 timespec="microseconds").replace("+00:00", "Z")})
-        os.makedirs(self.directory, exist_ok=True)
-        tmp = self.path + ".tmp"
         data = json.dumps(asdict(cp), indent=1).encode("utf-8")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
             # No fsync of the directory: a lost rename leaves the previous, older checkpoint,
             # which is still a correct (if less precise) damage check; the trail is the truth.
-            os.replace(tmp, self.path)
+            atomic_write(self.path, data, sync_dir=False)
         except OSError as exc:
             raise TrailError(f"cannot write the checkpoint: {exc.strerror}",
                              file=self.path) from None

@@ -1,6 +1,7 @@
 """The ``msgcap`` command: one subcommand per module in ``msgcap.commands``.
 
-Each command module exposes ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``; its one line of
+help is in ``HELPS``.
 Modules are imported lazily so that ``msgcap dump`` never pays for pyspark or stomp.py.
 """
 
@@ -72,19 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=HELPS[name], description=HELPS[name])
         p.set_defaults(_module=module)
-        mod = _load(module)
-        if mod is not None:
-            mod.add_arguments(p)
+        importlib.import_module(module).add_arguments(p)
     return parser
-
-
-def _load(module: str):
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None  # command not built yet
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,10 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    mod = _load(args._module)
-    if mod is None:
-        print(f"msgcap: command {args.command} is not available", file=sys.stderr)
-        return 2
+    mod = importlib.import_module(args._module)
     try:
         return mod.run(args) or 0
     except MsgcapError as exc:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import glob
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from parsers.model import Message
@@ -79,7 +81,7 @@ def read_jsonl(path: str) -> Iterator[Message]:
     number = 0
     for data in _line_chunks(path):
         try:
-            text = data.decode("utf-8")
+            lines = data.decode("utf-8").split("\n")
         except UnicodeDecodeError:
             for raw in data.split(b"\n"):
                 number += 1
@@ -87,16 +89,11 @@ def read_jsonl(path: str) -> Iterator[Message]:
                 if message is not None:
                     yield message
             continue
-        for line in text.split("\n"):
+        for line in lines:
             number += 1
-            if not line or line.isspace():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = _decode_json(line.removeprefix("\ufeff"))
-            except ValueError as exc:
-                raise SourceError(f"not a JSON object: {exc}", url=where) from None
-            yield message_from_entry(obj, where)
+            message = _jsonl_text_message(line, path, number)
+            if message is not None:
+                yield message
 
 
 def _line_chunks(path: str) -> Iterator[bytes]:
@@ -124,12 +121,22 @@ def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
     One line at a time, so that Spark batch tasks can read a block of a large dump (which may
     name the line by a label until its number is known).
     """
-    if not raw or raw.isspace():
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not a JSON object: {exc}", url=f"{path}:{number}") from None
+    return _jsonl_text_message(line, path, number)
+
+
+def _jsonl_text_message(line: str, path: str, number: int | str) -> Message | None:
+    """The one rule of a JSON Lines line (decoded): blank (any white space) → None, else an
+    entry (a BOM before it ignored) or a SourceError naming ``path:number``."""
+    if not line or line.isspace():
         return None
     where = f"{path}:{number}"
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        obj = _decode_json(line.removeprefix("\ufeff"))
+    except ValueError as exc:
         raise SourceError(f"not a JSON object: {exc}", url=where) from None
     return message_from_entry(obj, where)
 
@@ -138,24 +145,20 @@ _CHUNK = 1 << 20
 
 
 def read_text_lines(path: str) -> Iterator[Message]:
-    """Each non-empty line (terminator ``\\n`` or ``\\r\\n`` removed) is one message body.
+    """Each non-empty line of a text-lines dump is one message (``line_messages``).
 
-    Read in chunks of whole lines: a chunk that is valid UTF-8 is decoded once (its lines are
-    then valid too, as ``\\n`` never occurs inside a UTF-8 sequence); any other chunk goes line
-    by line through ``text_line_message``, so an invalid line stays bytes.
+    Read in chunks of whole lines, each given to ``line_messages`` at once.
     """
     name = os.path.basename(path)
-    name_at, path_at = f"{name}:", f"{path}:"
-    number = 0
+    numbers = map(str, itertools.count(1))  # consumed one a line, across the chunks
     with _open(path, "rb") as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:  # a last line without terminator
-                    message = text_line_message(b"".join(rest), name, path, number + 1)
-                    if message is not None:
-                        yield message
+                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, path,
+                                                                numbers))
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
@@ -164,11 +167,20 @@ def read_text_lines(path: str) -> Iterator[Message]:
             rest.append(chunk[:cut])
             data = b"".join(rest) if len(rest) > 1 else rest[0]
             rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
-            for line in split_lines(data):
-                number += 1
-                if line:
-                    n = str(number)  # the f-strings of text_line_message, built cheaper
-                    yield Message(name_at + n, {}, line, None, path_at + n)
+            yield from map(itemgetter(1), line_messages(data, name, path, numbers))
+
+
+def line_messages(data: bytes, name: str, path: str, numbers: Iterator[str]
+                  ) -> Iterator[tuple[int, Message]]:
+    """(index, message) of each non-empty line of ``data``: the one rule of text-lines dumps.
+
+    The body is the line's text (``split_lines``), its id ``name:N`` and its origin ``path:N``,
+    where N is the line's number, taken from ``numbers`` one per line (empty ones too).
+    """
+    name_at, path_at = f"{name}:", f"{path}:"
+    for (index, body), n in zip(enumerate(split_lines(data)), numbers):
+        if body:
+            yield index, Message(name_at + n, {}, body, None, path_at + n)
 
 
 def split_lines(data: bytes) -> list[str] | list[str | bytes]:
@@ -187,20 +199,6 @@ def split_lines(data: bytes) -> list[str] | list[str | bytes]:
     if "\r" in text:
         lines = [line[:-1] if line[-1:] == "\r" else line for line in lines]
     return lines
-
-
-def text_line_message(raw: bytes, name: str, path: str, number: int | str) -> Message | None:
-    """Line ``number`` (with its terminator) of a text-lines dump; None for an empty line."""
-    raw = raw.rstrip(b"\n")  # one at most: lines are split at each \n
-    if raw[-1:] == b"\r":
-        raw = raw[:-1]
-    if not raw:
-        return None
-    try:
-        body: str | bytes = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        body = raw
-    return Message(f"{name}:{number}", {}, body, None, f"{path}:{number}")
 
 
 def read_whole_file(path: str) -> Message:

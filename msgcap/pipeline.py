@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol, TextIO
 
+from gendef.durable import fsync_parent
 from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
+from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
 
@@ -34,8 +36,7 @@ class Writer(Protocol):
     def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position: ...
 
 
-class Parser(Protocol):
-    def parse(self, message: Message) -> list[Op]: ...
+_COUNTER = {"counter": True}  # a Stats field that intervals subtract and parts add
 
 
 @dataclass(slots=True)
@@ -48,13 +49,13 @@ class Stats:
     and reports show both.
     """
 
-    messages: int = 0
-    duplicates: int = 0
-    discarded: int = 0
-    transactions: int = 0
-    skipped_transactions: int = 0
+    messages: int = field(default=0, metadata=_COUNTER)
+    duplicates: int = field(default=0, metadata=_COUNTER)
+    discarded: int = field(default=0, metadata=_COUNTER)
+    transactions: int = field(default=0, metadata=_COUNTER)
+    skipped_transactions: int = field(default=0, metadata=_COUNTER)
     operations: dict[tuple[str, str], int] = field(default_factory=dict)
-    body_size: int = 0
+    body_size: int = field(default=0, metadata=_COUNTER)
     trail_files: list[str] = field(default_factory=list)
     last_position: Position | None = None
     last_commit_us: int | None = None
@@ -66,22 +67,24 @@ class Stats:
         return sum(self.operations.values())
 
     def copy(self) -> Stats:
-        return Stats(self.messages, self.duplicates, self.discarded, self.transactions,
-                     self.skipped_transactions, dict(self.operations), self.body_size,
-                     list(self.trail_files), self.last_position, self.last_commit_us,
-                     self.durable_transactions, self.durable_position)
+        return replace(self, operations=dict(self.operations),
+                       trail_files=list(self.trail_files))
 
     def since(self, earlier: Stats) -> Stats:
         """The counts of the interval after ``earlier`` (positions are this one's)."""
         ops = {k: v - earlier.operations.get(k, 0) for k, v in self.operations.items()}
-        return Stats(self.messages - earlier.messages, self.duplicates - earlier.duplicates,
-                     self.discarded - earlier.discarded,
-                     self.transactions - earlier.transactions,
-                     self.skipped_transactions - earlier.skipped_transactions,
-                     {k: v for k, v in ops.items() if v}, self.body_size - earlier.body_size,
-                     [f for f in self.trail_files if f not in earlier.trail_files],
-                     self.last_position, self.last_commit_us, self.durable_transactions,
-                     self.durable_position)
+        return replace(self, **{n: getattr(self, n) - getattr(earlier, n) for n in _COUNTERS},
+                       operations={k: v for k, v in ops.items() if v},
+                       trail_files=[f for f in self.trail_files if f not in earlier.trail_files])
+
+    def add(self, part: Stats) -> None:
+        """Count ``part`` (the stats of a part of the input, a batch task's) into these."""
+        for name in _COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        for key, n in part.operations.items():
+            self.operations[key] = self.operations.get(key, 0) + n
+        if part.last_commit_us is not None:
+            self.last_commit_us = part.last_commit_us
 
     def summary(self) -> str:
         """The multi-line summary replay prints and reports reuse."""
@@ -115,6 +118,9 @@ class Stats:
             line += (f"; written: {_at(written)} ({pending} more transactions, not durable: "
                      "their messages were not acknowledged)")
         return line
+
+
+_COUNTERS = tuple(f.name for f in fields(Stats) if f.metadata.get("counter"))
 
 
 def _at(position: Position | None) -> str:
@@ -170,6 +176,8 @@ class DiscardFile:
             try:
                 os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
                 self._fh = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115
+                if self.sync:
+                    fsync_parent(self.path)  # a new file's name, before its first record counts
             except OSError as exc:
                 raise SourceError(f"cannot open the discard file: {exc.strerror}",
                                   url=self.path) from None

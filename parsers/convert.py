@@ -25,6 +25,7 @@ from gendef.model import (
     VARCHAR,
     Column,
 )
+from parsers.codegen import compile_function
 from parsers.timefmt import TimeFormat, compile_format
 from props.errors import DefinitionError, MessageError
 from props.text import quoted
@@ -174,7 +175,8 @@ def build_converter(column: Column, dateformat: str | TimeFormat | None = None,
     raise DefinitionError(f"{where}: type {t} not supported")
 
 
-def compile_row(converters: Sequence[Converter], skip: int = 0) -> RowConverter:
+def compile_row(converters: Sequence[Converter], skip: int = 0, *, table: str
+                ) -> RowConverter:
     """One function for a whole record: ``values`` holds ``skip`` leading fields, then exactly
     one text (or None) per converter; it returns the converted list, None kept as None.
 
@@ -214,5 +216,4 @@ def compile_row(converters: Sequence[Converter], skip: int = 0) -> RowConverter:
             items.append(f"None if {t} is None else {c}({t})")
     unpack = f"    ({', '.join(names)},) = values\n" if names else ""
     source = f"def row(values):\n{unpack}    return [{', '.join(items)}]\n"
-    exec(compile(source, "<parsers.convert.compile_row>", "exec"), space)  # noqa: S102
-    return space["row"]
+    return compile_function(source, space, "row", f"delimited row converter for {table}")

@@ -376,7 +376,7 @@ class DelimParser(ParserBase):
             plan = _TablePlan(table, tuple(converters),
                               tuple(c.name.upper() for c in table.columns), keys,
                               max(keys) + 1 if keys else 0, len(converters),
-                              compile_row(converters, self._n))
+                              compile_row(converters, self._n, table=table.name))
             self._plans[table.name] = plan
         self._plans[name] = plan
         return plan

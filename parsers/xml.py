@@ -201,6 +201,22 @@ class _Inherited:
     txowner: str | None
 
 
+def _mapped(c: _Compiler, rule: Rule, attr: str, expr: Expr,
+            mapper: Callable[[str], Any]) -> Callable[[Any, _State], Any]:
+    """A getter ``(node, state) -> code`` of an op rule's ``optype`` or ``txind``: the text of
+    ``expr`` mapped by ``mapper``, its errors naming the rule's attribute."""
+    text = c.text(rule, attr, expr, required=True)
+
+    def mapped(node: Any, st: _State) -> Any:
+        try:
+            return mapper(text(node, st))
+        except MessageError as exc:
+            if exc.position:
+                raise
+            raise _error(exc.reason, rule, attr, expr) from None
+    return mapped
+
+
 def _items(c: _Compiler, rule: Rule) -> _TxItems:
     def text(attr: str, expr: Expr | None, required: bool) -> _TextGetter | None:
         if expr is None or isinstance(expr, SysSeqid | SysTxid):
@@ -372,29 +388,9 @@ class XmlParser(ParserBase):
             table = self._table(rule)
             if rule.optype is None:
                 raise _prop_error(f"op rule {rule.name} needs an optype", rule, "optype")
-            optype_text = c.text(rule, "optype", rule.optype, required=True)
-            to_optype = optype_mapper(rule.optype_values)
-            optype_expr = rule.optype
-
-            def optype(node: Any, st: _State) -> str:
-                try:
-                    return to_optype(optype_text(node, st))
-                except MessageError as exc:
-                    if exc.position:
-                        raise
-                    raise _error(exc.reason, rule, "optype", optype_expr) from None
+            optype = _mapped(c, rule, "optype", rule.optype, optype_mapper(rule.optype_values))
         if rule.txind is not None:
-            txind_text = c.text(rule, "txind", rule.txind, required=True)
-            to_txind = txind_mapper(rule.txind_values)
-            txind_expr = rule.txind
-
-            def txind(node: Any, st: _State) -> int:
-                try:
-                    return to_txind(txind_text(node, st))
-                except MessageError as exc:
-                    if exc.position:
-                        raise
-                    raise _error(exc.reason, rule, "txind", txind_expr) from None
+            txind = _mapped(c, rule, "txind", rule.txind, txind_mapper(rule.txind_values))
         return _OpRule(rule, self._match(rule), _items(c, rule), table, optype, txind,
                        tuple(cols), tuple(ops), emits)
 

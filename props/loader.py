@@ -40,6 +40,11 @@ from props.text import quoted
 
 log = logging.getLogger("msgcap.props")
 
+# The defaults of unset properties are the settings dataclasses' own: written once, there.
+_SETTINGS, _JMS, _TRAIL, _ERROR, _LOG = (Settings(), JmsSettings(), TrailSettings(),
+                                         ErrorSettings(), LogSettings())
+_FIXED, _DELIM, _XML = FixedSettings(), DelimSettings(), XmlSettings()
+
 PARSERS = ("fixed", "delim", "xml")
 
 GLOBAL_KEYS = frozenset({
@@ -166,8 +171,8 @@ MAX_PATH_PART = 240  # NAME_MAX (255) less room for the temporary suffixes msgca
 _FRACTION = re.compile(r"F+(\d*)")
 
 
-def load_file(path: str, env: Mapping[str, str] | None = None) -> Settings:
-    """Read a properties file (UTF-8) and build its settings."""
+def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate a properties file (UTF-8); ``env`` defaults to ``os.environ``."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -179,12 +184,13 @@ def load_file(path: str, env: Mapping[str, str] | None = None) -> Settings:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise PropertyError("not valid UTF-8", file=path, line=line) from None
-    return load_text(text, path, env)
+    return settings_from_text(text, path, env)
 
 
-def load_text(text: str, file: str = "<string>",
-              env: Mapping[str, str] | None = None) -> Settings:
-    """Build settings from properties text; ``env`` defaults to ``os.environ``."""
+def settings_from_text(text: str, file: str = "<string>",
+                       env: Mapping[str, str] | None = None) -> Settings:
+    """Validate properties given as text (tests, embedded configurations); ``env`` defaults
+    to ``os.environ``."""
     return _Loader(parse_properties(text, file), file,
                    os.environ if env is None else env).build()
 
@@ -566,11 +572,11 @@ class _Loader:
             xml=sections["xml"],  # type: ignore[arg-type]
             jms=self._jms(),
             trail=trail,
-            checkpoint_dir=self.path("checkpoint.dir", "dirchk") or "dirchk",
+            checkpoint_dir=self.path("checkpoint.dir") or _SETTINGS.checkpoint_dir,
             archive_dir=self.path("archive.dir"),
             error=ErrorSettings(
-                policy=self.choice("error.policy", ("abend", "discard"), "abend"),
-                file=self.path("error.file", "dirrpt/msgcap.dsc") or "dirrpt/msgcap.dsc"),
+                policy=self.choice("error.policy", ("abend", "discard"), _ERROR.policy),
+                file=self.path("error.file") or _ERROR.file),
             log=self._log(),
             report_http=self._report_http(),
             lines={key: p.entry.line for key, p in self.items.items()},
@@ -600,13 +606,14 @@ class _Loader:
         return JmsSettings(
             url=urls, destination=destination,
             user=self.raw("jms.user"), password=self.raw("jms.password"),
-            prefetch=self.integer("jms.prefetch", 1000, 1) or 1000,
+            prefetch=self.integer("jms.prefetch", None, 1) or _JMS.prefetch,
             heartbeat=self._heartbeat(),
             ssl_ca=self.path("jms.ssl.ca"), ssl_cert=ssl_cert, ssl_key=ssl_key,
             id=id_text, id_kind=id_kind,
-            report_output=self.choice("jms.report.output", ("report", "log", "both"), "report"),
+            report_output=self.choice("jms.report.output", ("report", "log", "both"),
+                                      _JMS.report_output),
             report_time=self.duration("jms.report.time"), report_records=records,
-            spool_minage=self.duration("jms.spool.minage") or 0.0,
+            spool_minage=self.duration("jms.spool.minage") or _JMS.spool_minage,
         )
 
     def _url(self, item: str) -> str:
@@ -650,7 +657,7 @@ class _Loader:
     def _jms_id(self) -> tuple[str, str]:
         value = self.text("jms.id")
         if value is None:
-            return "time", "time"
+            return _JMS.id, _JMS.id_kind
         lower = value.lower()
         if lower in ("ogg", "time", "activemq"):
             return lower, lower
@@ -668,7 +675,7 @@ class _Loader:
     def _heartbeat(self) -> tuple[int, int]:
         value = self.text("jms.heartbeat")
         if value is None:
-            return (10000, 10000)
+            return _JMS.heartbeat
         parts = _split_list(value)
         if len(parts) != 2 or not all(_UNSIGNED.match(p) and len(p) <= 10 and int(p) < 2 ** 31
                                       for p in parts):
@@ -694,12 +701,12 @@ class _Loader:
         return host, int(port)
 
     def _trail(self) -> TrailSettings:
-        path = self.path("trail.path", "dirdat/aa") or "dirdat/aa"
+        path = self.path("trail.path") or _TRAIL.path
         prefix = path.rpartition("/")[2]
         if not _TRAIL_PREFIX.match(prefix):
             raise self.error("trail.path", f"{quoted(path)} is not DIR/XX: the file prefix must be "
                              "two characters, a letter then a letter or digit")
-        extract = (self.text("trail.extract", "MSGCAP") or "MSGCAP").upper()
+        extract = (self.text("trail.extract") or _TRAIL.extract).upper()
         if not _EXTRACT.match(extract):
             raise self.error("trail.extract", f"{quoted(extract)} is not 1–8 characters of A-Z, "
                              "0-9, _ and $ starting with a letter")
@@ -708,13 +715,13 @@ class _Loader:
             raise self.error("trail.seqlen", f"{quoted(seqlen)} is not 9 or 6")
         return TrailSettings(
             path=path,
-            seqlen=int(seqlen or 9),
-            megabytes=self.integer("trail.megabytes", 100, 1, 2000) or 100,
-            sync=self.choice("trail.sync", ("transaction", "batch", "none"), "batch"),
-            byteorder=self.choice("trail.byteorder", ("big", "little"), "big"),
-            compressupdates=self.boolean("trail.compressupdates", True),
-            getupdatebefores=self.boolean("trail.getupdatebefores", False),
-            compressdeletes=self.boolean("trail.compressdeletes", True),
+            seqlen=int(seqlen) if seqlen is not None else _TRAIL.seqlen,
+            megabytes=self.integer("trail.megabytes", None, 1, 2000) or _TRAIL.megabytes,
+            sync=self.choice("trail.sync", ("transaction", "batch", "none"), _TRAIL.sync),
+            byteorder=self.choice("trail.byteorder", ("big", "little"), _TRAIL.byteorder),
+            compressupdates=self.boolean("trail.compressupdates", _TRAIL.compressupdates),
+            getupdatebefores=self.boolean("trail.getupdatebefores", _TRAIL.getupdatebefores),
+            compressdeletes=self.boolean("trail.compressdeletes", _TRAIL.compressdeletes),
             defs=self.path("trail.defs"),
             extract=extract,
             uri=self._uri(),
@@ -737,7 +744,7 @@ class _Loader:
                 raise self.error("gg.log.level",
                                  f"{quoted(level)} is not ERROR, WARN, INFO or DEBUG")
             level = upper
-        return LogSettings(level=level or "INFO", file=self.path("gg.log.file"))
+        return LogSettings(level=level or _LOG.level, file=self.path("gg.log.file"))
 
     # ---- parser sections ----------------------------------------------------------------
 
@@ -754,12 +761,12 @@ class _Loader:
 
     def _optype_values(self, p: str, *, truncate: bool) -> OptypeValues:
         names = ["insert", "update", "delete"] + (["truncate"] if truncate else [])
-        defaults = {"insert": "I", "update": "U", "delete": "D", "truncate": "T"}
+        defaults = OptypeValues()
         values: dict[str, str] = {}
         seen: dict[str, str] = {}
         for name in names:
             key = f"{p}.optype.{name}val"
-            value = self.delim(key, defaults[name]) or defaults[name]
+            value = self.delim(key, None) or getattr(defaults, name)
             other = seen.get(value)
             if other is not None:
                 culprit = key if self.line(key) else f"{p}.optype.{other}val"
@@ -928,7 +935,7 @@ class _Loader:
         )
 
     def _encoding(self) -> str:
-        value = self.text("fixed.encoding", "ascii") or "ascii"
+        value = self.text("fixed.encoding") or _FIXED.encoding
         try:
             return code_page(value).name
         except LookupError:
@@ -957,9 +964,9 @@ class _Loader:
             self._check_header_field(f"delim.{attr}", items[attr], seen)
         for table_expr in items["table"]:  # type: ignore[attr-defined]
             self._check_header_field("delim.table", table_expr, seen)
-        fielddelim = self.delim("delim.fielddelim", ",") or ","
-        linedelim = self.delim("delim.linedelim", "\n") or "\n"
-        quote = self.delim("delim.quote", '"') or '"'
+        fielddelim = self.delim("delim.fielddelim", None) or _DELIM.fielddelim
+        linedelim = self.delim("delim.linedelim", None) or _DELIM.linedelim
+        quote = self.delim("delim.quote", None) or _DELIM.quote
         for a, b in (("fielddelim", "linedelim"), ("quote", "fielddelim"),
                      ("quote", "linedelim")):
             values = {"fielddelim": fielddelim, "linedelim": linedelim, "quote": quote}
@@ -986,10 +993,10 @@ class _Loader:
             linedelim_escaped=escaped["linedelim"],
             quote_escaped=escaped["quote"],
             nullindicator_escaped=escaped["nullindicator"],
-            hasbefores=self.boolean("delim.hasbefores", False),
-            hasnames=self.boolean("delim.hasnames", False),
-            afterfirst=self.boolean("delim.afterfirst", False),
-            isgrouped=self.boolean("delim.isgrouped", False),
+            hasbefores=self.boolean("delim.hasbefores", _DELIM.hasbefores),
+            hasnames=self.boolean("delim.hasnames", _DELIM.hasnames),
+            afterfirst=self.boolean("delim.afterfirst", _DELIM.afterfirst),
+            isgrouped=self.boolean("delim.isgrouped", _DELIM.isgrouped),
         )
 
     def _check_header_field(self, key: str, value: object, header: set[str]) -> None:
@@ -1050,8 +1057,8 @@ class _Loader:
             sourcedefs=self._sourcedefs("xml", userdefs),
             rules=top,
             namespaces=namespaces,
-            maxbytes=self.integer("xml.maxbytes", 10485760, 1) or 10485760,
-            maxdepth=self.integer("xml.maxdepth", 256, 1) or 256,
+            maxbytes=self.integer("xml.maxbytes", None, 1) or _XML.maxbytes,
+            maxdepth=self.integer("xml.maxdepth", None, 1) or _XML.maxdepth,
             dateformats=self._dateformats("xml"),
             userdefs=userdefs,
         )

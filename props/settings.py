@@ -1,14 +1,14 @@
 """Typed, validated settings: the one frozen object every later layer is built from.
 
-``load_settings`` reads a properties file (properties.md), checks every property and returns a
-``Settings``; nothing later re-reads property text. Errors are PropertyError naming file:line and
-property. Expressions are already parsed (props.expr); ``None`` for an item means "not
-configured": the parser applies the default source of §3.2, since only it knows the header fields.
+``props.loader.load_settings`` reads a properties file (properties.md), checks every property
+and returns a ``Settings``; nothing later re-reads property text. Errors are PropertyError naming
+file:line and property. Expressions are already parsed (props.expr); ``None`` for an item means
+"not configured": the parser applies the default source of §3.2, since only it knows the header
+fields.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from props.expr import Expr, XPath
@@ -314,18 +314,3 @@ class Settings:
     def log_file(self) -> str:
         """The log file of ``msgcap run``: ``gg.log.file`` or ``dirrpt/<trail.extract>.log``."""
         return self.log.file or f"dirrpt/{self.trail.extract}.log"
-
-
-def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate a properties file; ``env`` defaults to ``os.environ``."""
-    from props.loader import load_file
-
-    return load_file(path, env)
-
-
-def settings_from_text(text: str, file: str = "<string>",
-                       env: Mapping[str, str] | None = None) -> Settings:
-    """Validate properties given as text (tests, embedded configurations)."""
-    from props.loader import load_text
-
-    return load_text(text, file, env)

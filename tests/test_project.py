@@ -36,6 +36,44 @@ def test_each_package_imports_only_the_layers_before_it(package):
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def _module_imports() -> dict[str, set[str]]:
+    """Each module of the layers → the modules of the layers it imports (anywhere in it, a
+    function's deferred import too), packages only where no submodule is meant."""
+    paths = {}
+    for package in LAYERS:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in paths.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = {f"{node.module}.{alias.name}" for alias in node.names} & paths.keys()
+                found.update(subs or {node.module})
+        graph[name] = {m for m in found & paths.keys() if not name.startswith(m + ".")}
+    return graph
+
+
+def test_no_module_imports_itself_through_others():
+    """An import cycle (even one deferred into a function) makes a module unusable alone and
+    its import order fragile."""
+    graph = _module_imports()
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            pytest.fail("import cycle: " + " → ".join((*path[path.index(name):], name)))
+        if name not in done:
+            for dep in sorted(graph[name]):
+                visit(dep, (*path, name))
+            done.add(name)
+    for name in sorted(graph):
+        visit(name, ())
+
+
 def test_only_the_spark_facing_batch_modules_import_pyspark():
     importers = {path.name for path in (ROOT / "msgcap" / "batch").glob("*.py")
                  if _imported_packages(path) & {"pyspark", "py4j"}}

@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from gendef.durable import fsync_dir
 from msgcap.batch.encode import Encoded
 from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans
 from msgcap.batch.parse import Job
@@ -84,6 +85,7 @@ class Outputs:
             os.replace(self.trail_dir, os.path.join(self.output, "trail"))
         if os.path.isdir(self.errors_dir):
             os.replace(self.errors_dir, os.path.join(self.output, "errors"))
+        fsync_dir(self.output)  # the renames: the job's outputs are there after a crash too
         shutil.rmtree(self.work, ignore_errors=True)
 
     def abort(self) -> None:
@@ -119,7 +121,7 @@ class Appender:
                 self.discard_file = os.path.join(self.errors_dir, "discarded.jsonl")
                 self._discards = open(self.discard_file, "a", encoding="utf-8")  # noqa: SIM115
             self._discards.write(r.discards)
-        _merge(self.stats, r.stats)
+        self.stats.add(r.stats)
         view = memoryview(zlib.decompress(r.data) if self.compressed else r.data)
         pos = 0
         ends = r.ends
@@ -171,19 +173,6 @@ class Appender:
     def close(self) -> None:
         if self._discards is not None:
             self._discards.close()
-
-
-def _merge(total: Stats, part: Stats) -> None:
-    total.messages += part.messages
-    total.duplicates += part.duplicates
-    total.discarded += part.discarded
-    total.transactions += part.transactions
-    total.skipped_transactions += part.skipped_transactions
-    total.body_size += part.body_size
-    for key, n in part.operations.items():
-        total.operations[key] = total.operations.get(key, 0) + n
-    if part.last_commit_us is not None:
-        total.last_commit_us = part.last_commit_us
 
 
 def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, count
 
 from msgcap import dumps
 from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, KIND_LINES, InputFile, Scan
@@ -121,7 +122,9 @@ def message_of(file: InputFile, raw: bytes, number: str) -> Message | None:
         return dumps.whole_file_message(file.name, raw)
     if file.kind == KIND_JSONL:
         return dumps.jsonl_message(raw, file.name, number)
-    return dumps.text_line_message(raw, file.basename, file.name, number)
+    for _, message in dumps.line_messages(raw, file.basename, file.name, iter((number,))):
+        return message
+    return None
 
 
 def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, Message]]:
@@ -135,12 +138,11 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
     offset = f.base + seg.start + (1 if seg.start else 0)  # no line starts at a block's start
     raws = seg.lines
     if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
-        name_at, path_at = f"{f.basename}:", f"{f.name}:"
-        for number, body in enumerate(dumps.split_lines(b"\n".join(raws))):
-            if body:
-                n = label(number, first_line)
-                yield number, offset, Message(name_at + n, {}, body, None, path_at + n)
-            offset += len(raws[number]) + 1
+        starts = list(accumulate((len(raw) + 1 for raw in raws), initial=offset))
+        numbers = (label(number, first_line) for number in count())
+        for number, message in dumps.line_messages(b"\n".join(raws), f.basename, f.name,
+                                                   numbers):
+            yield number, starts[number], message
         return
     for number, raw in enumerate(raws):
         message = message_of(f, raw, label(number, first_line))

@@ -12,8 +12,6 @@ import logging
 import sys
 import time
 
-HELP = "replay archived message dumps with Spark"
-
 log = logging.getLogger("msgcap.batch")
 
 
@@ -52,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.batch.session import spark_session
     from msgcap.lock import writer_locks
     from props.errors import SourceError
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
     bad = [f for f in formats if f not in FORMATS]

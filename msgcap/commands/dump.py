@@ -7,8 +7,6 @@ import json
 import os
 import sys
 
-HELP = "show the records of trail files (Logdump-style, or --json)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--defs", metavar="FILE",

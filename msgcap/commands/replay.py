@@ -14,8 +14,6 @@ import sys
 import time
 from typing import TextIO
 
-HELP = "run message dumps through parser and assembler into the trail"
-
 log = logging.getLogger("msgcap.replay")
 
 
@@ -41,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.pipeline import build_pipeline, write_trail_defs
     from msgcap.trail.writer import TrailWriter
     from parsers.base import build_parser
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap replay", log_to_file=False)

@@ -17,8 +17,6 @@ import signal
 import sys
 from typing import Any
 
-HELP = "capture messages from a broker or spool directory into the trail"
-
 log = logging.getLogger("msgcap.run")
 
 
@@ -38,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.lock import writer_locks
     from msgcap.sources import source_for
     from props.errors import MsgcapError
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap run", log_to_file=True)

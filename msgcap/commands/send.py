@@ -22,8 +22,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-HELP = "publish message dumps to the configured destination"
-
 log = logging.getLogger("msgcap.send")
 
 # Headers the broker sets itself, or that describe a delivery rather than the message.
@@ -52,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import configure_logging
     from msgcap.dumps import expand_inputs, read_messages
     from props.errors import PropertyError
-    from props.settings import load_settings
+    from props.loader import load_settings
 
     settings = load_settings(args.prop)
     configure_logging(settings, command="msgcap send", log_to_file=False)
@@ -75,9 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if jms.url[0].startswith("dir:"):
         count = send_to_spool(jms.url[0][4:], messages())
         where = jms.url[0]
-    else:
-        if not jms.destination:
-            raise PropertyError("required for a STOMP broker", prop="jms.destination")
+    else:  # the loader made sure a broker URL comes with jms.destination
         count, where = send_to_broker(settings, messages())
     elapsed = time.monotonic() - started
     rate = count / elapsed if elapsed > 0 else 0.0
@@ -236,7 +232,9 @@ def _partial(reason: str, sent: int, confirmed: int) -> str:
 
 
 def send_to_spool(path: str, messages: Iterable[Any]) -> int:
-    """Write ``.msg.json`` files named so that name order is send order."""
+    """Write ``.msg.json`` files named so that name order is send order, each complete when it
+    appears (the spool takes any name not hidden), all durable when this returns."""
+    from gendef.durable import atomic_write, fsync_dir
     from msgcap.dumps import entry
 
     os.makedirs(path, exist_ok=True)
@@ -244,9 +242,8 @@ def send_to_spool(path: str, messages: Iterable[Any]) -> int:
     count = 0
     for message in messages:
         name = f"{stamp:017d}-{count:09d}.msg.json"
-        tmp = os.path.join(path, f".{name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(entry(message), fh, ensure_ascii=False)
-        os.replace(tmp, os.path.join(path, name))
+        data = json.dumps(entry(message), ensure_ascii=False).encode("utf-8")
+        atomic_write(os.path.join(path, name), data, sync_dir=False)
         count += 1
+    fsync_dir(path)  # once for all the names
     return count

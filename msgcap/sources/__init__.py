@@ -15,19 +15,19 @@ __all__ = ["Redelivery", "Source", "source_for"]
 
 
 def source_for(settings: Any) -> Source:
-    """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers."""
+    """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers.
+
+    The URLs and the destination were validated when the properties were loaded
+    (``props.loader``); only their presence is a matter of the command.
+    """
     jms = settings.jms
     urls = tuple(jms.url)
     if not urls:
         raise PropertyError("required: stomp://host:port, stomp+ssl://host:port or dir:PATH",
                             prop="jms.url")
-    if any(u.startswith("dir:") for u in urls):
-        if len(urls) != 1:
-            raise PropertyError("dir:PATH cannot be part of a failover list", prop="jms.url")
+    if urls[0].startswith("dir:"):
         from msgcap.sources.spool import SpoolSource
         return SpoolSource(urls[0], min_age=jms.spool_minage)
-    if not jms.destination:
-        raise PropertyError("required for a STOMP source", prop="jms.destination")
     from msgcap.sources.stomp import StompSource
     return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
                        prefetch=jms.prefetch, heartbeat=tuple(jms.heartbeat), ssl_ca=jms.ssl_ca,

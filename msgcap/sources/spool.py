@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from gendef.durable import fsync_dir
 from msgcap.dumps import message_from_entry, text_or_bytes
 from msgcap.sources.base import Source, Unreadable
 from parsers.model import Message
@@ -225,9 +226,13 @@ class SpoolSource(Source):
                     raise SourceError(f"cannot move {name} to {sub}: {exc.strerror or exc}",
                                       url=self.url) from None
                 self._inflight.discard(name)
-        for sub in ((DONE_DIR,) if done else ()) + ((ERROR_DIR,) if discarded else ()):
-            os.fsync(self._subdirs[sub])
-        os.fsync(self._dir)
+        try:
+            for sub in ((DONE_DIR,) if done else ()) + ((ERROR_DIR,) if discarded else ()):
+                fsync_dir(self._subdirs[sub])
+            fsync_dir(self._dir)
+        except OSError as exc:
+            raise SourceError(f"cannot make the moves durable: {exc.strerror or exc}",
+                              url=self.url) from None
 
     def interrupt(self) -> None:
         self._wake.set()

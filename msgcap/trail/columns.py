@@ -15,6 +15,7 @@ from typing import Any
 
 from gendef.model import CHAR, DATETIME, VARCHAR, Column, Table
 from msgcap.trail.layout import BE_INTS, NULL_IND, VALUE_IND, Layout
+from parsers.codegen import compile_function
 from parsers.model import MISSING
 from props.errors import DefinitionError, MessageError
 
@@ -170,6 +171,13 @@ def _fails(enc: Encoder, v: Any) -> bool:
     return False
 
 
+# What the generated encoders catch to decline a value that is not the common case (the caller
+# then takes the per-column path, which raises the error): a wrong type (no ``encode``, not
+# unpackable), a wrong length (ValueError, IndexError of a by-length table), an integer out of
+# range (struct.error), a field of the record header out of range (KeyError, struct.error).
+NOT_COMMON = (AttributeError, IndexError, KeyError, TypeError, ValueError, struct.error)
+
+
 @dataclass(slots=True)
 class InlineColumns:
     """Source of the common case of one table's D area, for generated encoders (``exec``).
@@ -237,12 +245,6 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
     return InlineColumns(body, parts, " + ".join([str(fixed), *varying]) + " - m", space)
 
 
-def compile_source(source: str, space: dict[str, Any], name: str, label: str) -> Callable:
-    """``name`` as defined by ``source`` run in ``space`` (generated once per table)."""
-    exec(compile(source, f"<{label}>", "exec"), space)  # noqa: S102
-    return space[name]
-
-
 def _indent(text: str, by: str) -> str:
     return "\n".join(by + line for line in text.splitlines())
 
@@ -266,10 +268,10 @@ class TableEncoder:
         self._cols = len(table.columns)
         self.inline = inline_columns(table, layout)
         source = (f"def fast(values):\n try:\n{_indent(self.inline.body, '  ')}\n"
-                  f"  return b''.join(({self.inline.parts}))\n except Exception:\n"
+                  f"  return b''.join(({self.inline.parts}))\n except NOT_COMMON:\n"
                   f"  return None\n")
-        self._fast = compile_source(source, dict(self.inline.space), "fast",
-                                    f"columns {table.name}")
+        self._fast = compile_function(source, dict(self.inline.space, NOT_COMMON=NOT_COMMON),
+                                      "fast", f"trail column encoder for {table.name}")
 
     def encode(self, values: list[Any]) -> bytes:
         """Entries for every value that is not MISSING, in column order."""

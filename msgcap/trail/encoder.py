@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from gendef.model import Table
-from msgcap.trail.columns import TableEncoder, compile_source
+from msgcap.trail.columns import NOT_COMMON, TableEncoder
 from msgcap.trail.julian import JULIAN_UNIX_EPOCH_US
 from msgcap.trail.layout import (
     FORMAT_TYPE,
@@ -43,6 +43,7 @@ from msgcap.trail.records import (
     TrailRecord,
     TrailTransaction,
 )
+from parsers.codegen import compile_function
 from props.errors import MessageError
 from props.text import quoted
 
@@ -74,7 +75,7 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
     error)."""
     inline = table.inline
     space = dict(inline.space, PRE=pack_d, Z=layout.head.pack, NAME=table.name_bytes,
-                 BA=_BEFORE_AFTER)
+                 BA=_BEFORE_AFTER, NOT_COMMON=NOT_COMMON)
     hlen = HEADER_FIXED + len(table.name_bytes)
     body = "\n".join("  " + line for line in inline.body.splitlines())
     source = (
@@ -91,9 +92,9 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
         f"{PARTITION}, BA[rec.before_after], dlen, iotype, {ORIG_NODE}, "
         f"{JULIAN_UNIX_EPOCH_US} + rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, "
         f"{TOK_D}, dlen), {inline.parts}tail, Z({REC_Z}, {GZ_INFO}, total)))\n"
-        " except Exception:\n"
+        " except NOT_COMMON:\n"
         "  return None\n")
-    return compile_source(source, space, "record", f"record {table.table.name}")
+    return compile_function(source, space, "record", f"trail record encoder for {table.table.name}")
 
 
 class TrailEncoder:

@@ -259,20 +259,17 @@ class TrailFile:
             raise TrailError(f"cannot open: {exc.strerror}", file=self.name) from None
         self.size = os.fstat(self._f.fileno()).st_size
         self.header: FileHeader | None = None
-        self.header_partial = False  # F record absent or cut short, nothing after it
         self.tail: Tail | None = None
         self._names: dict[bytes, str] = {}
         first = self._f.read(min(self.size, 1 << 16))
         flen = f_record_length(first) if len(first) >= 12 else None
         if flen is None:
             if self.size < 12 and (not first or first[0] == 0x46):
-                self.header_partial = True
                 self.tail = Tail(self.name, 0, self.size)
                 return
             raise TrailError("not a trail file (no file header record)", file=self.name, rba=0)
         if flen > len(first):
             if flen > self.size:
-                self.header_partial = True
                 self.tail = Tail(self.name, 0, self.size)
                 return
             first += self._f.read(flen - len(first))

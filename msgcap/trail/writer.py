@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Self
 
+from gendef.durable import fsync_parent
 from msgcap import __version__
 from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.fileheader import default_uri, encode_file_header
@@ -68,14 +69,6 @@ class _Scan:
     byteorder: str | None
     last_end: int | None = None  # end of the last record with TransInd 2 or 3
     last: tuple[str | None, int, str | None, int] | None = None  # seqid, pos, txid, auditrba
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _scan(seqno: int, path: str, start: int | None = None) -> _Scan:
@@ -214,7 +207,7 @@ class TrailWriter:
             self._reopen(target, cut_to)
             self._roll_first = other_order  # never mix byte orders in one file
         if deleted and self.sync != "none":
-            _fsync_dir(self.path)
+            fsync_parent(self.path)
         if newest is not target and not deleted:
             log.info("trail recovery: continuing in %s", target.path)
         if truncated:
@@ -317,7 +310,7 @@ class TrailWriter:
         self._size = self._header_len = len(header)
         if self.sync != "none":
             os.fsync(fd)
-            _fsync_dir(path)
+            fsync_parent(path)
 
     # -- appending -----------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from gendef.copybook import COMP, COMP3, COMP5, DISPLAY, FieldLayout
 from gendef.model import CHAR, DATETIME, NUMBER, VARCHAR, Column
+from parsers.codegen import compile_function
 from parsers.convert import build_converter, canonical_number
 from parsers.decoders import _NEG_OVERPUNCH, _POS_OVERPUNCH, decoder_for, zoned_text_table
 from parsers.timefmt import TimeFormat
@@ -193,8 +194,7 @@ def field_converters(f: FieldLayout, col: Column, encoding: str, digits_ascii: b
 # -- the fast path: whole-record functions -----------------------------------------------------
 
 def _compile(source: str, env: dict[str, Any], name: str, what: str) -> Callable:
-    exec(compile(source, f"<fixed-width {what} of {name}>", "exec"), env)  # noqa: S102
-    return env["image"]
+    return compile_function(source, env, "image", f"fixed-width {what} of {name}")
 
 
 def text_image(name: str, slots: tuple[Slot, ...], *, ascii_only: bool = True

@@ -13,7 +13,7 @@ import pytest
 from msgcap.batch.driver import run_batch
 from msgcap.cli import main
 from props.errors import MessageError
-from props.settings import load_settings
+from props.loader import load_settings
 
 from .conftest import copy_example, output_entries, trail_view
 

@@ -19,7 +19,7 @@ import pytest
 from msgcap.batch.driver import run_batch
 from msgcap.cli import main
 from props.errors import MsgcapError
-from props.settings import load_settings
+from props.loader import load_settings
 
 from .conftest import Sessions, copy_example, output_entries, trail_view
 from .test_batch import _record

@@ -14,7 +14,7 @@ from msgcap.batch.jobs import SparkJobs
 from msgcap.batch.parse import Job
 from msgcap.cli import main
 from props.errors import SourceError
-from props.settings import load_settings
+from props.loader import load_settings
 
 from .conftest import copy_example, output_entries, trail_view
 from .test_batch import _messages, _record, _write_jsonl

@@ -41,7 +41,7 @@ from msgcap.batch.segments import (
 from msgcap.cli import main
 from msgcap.pipeline import Stats
 from parsers.base import build_parser
-from props.settings import load_settings
+from props.loader import load_settings
 
 from .conftest import copy_example, trail_view
 from .test_batch import _messages, _record, _write_jsonl

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from props.settings import load_settings
+from props.loader import load_settings
 
 from .markdown import output_problem, run_shell, steps, user_env
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from props.catalog import accepted_properties
-from props.loader import load_text
+from props.loader import settings_from_text
 
 from .markdown import Row, anchors, code_spans, fenced_blocks, links, tables
 
@@ -140,7 +140,7 @@ def test_property_example_loads(names, row, caplog):
         f"docs/properties.md:{row.line}: the example {keys} sets none of {names}"
     text = BASES[_section(keys[0])] + "\n".join(assignments) + "\n"
     with caplog.at_level(logging.WARNING, logger="msgcap.props"):
-        load_text(text, f"example of docs/properties.md:{row.line}", ENV)
+        settings_from_text(text, f"example of docs/properties.md:{row.line}", ENV)
     if "Alias of" in row.cells:
         canonical = _pattern(code_spans(row.cells["Alias of"])[0])
         said = [m.split(" is an alias of ")[1].split(";")[0] for m in caplog.messages
@@ -153,7 +153,7 @@ def test_properties_files_shown_in_the_docs_load():
     for path in sorted(DOCS.glob("*.md")):
         for line, block in fenced_blocks(path.read_text(encoding="utf-8"), "properties"):
             if "parser.type=" in block:
-                load_text(block, f"{path.relative_to(ROOT)}:{line}", ENV)
+                settings_from_text(block, f"{path.relative_to(ROOT)}:{line}", ENV)
                 shown += 1
     assert shown >= 4
 

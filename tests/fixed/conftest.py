@@ -10,7 +10,7 @@ import pytest
 from gendef.build import build_definitions
 from parsers.base import build_parser
 from parsers.fixed import FixedParser
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "fixed"

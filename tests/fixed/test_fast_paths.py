@@ -36,7 +36,7 @@ from parsers.fixed.records import Slot, column_converter, record_image, text_ima
 from parsers.timefmt import compile_format
 from props.codepages import UNDEFINED, code_page
 from props.errors import MessageError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 ENCODINGS = ("cp037", "cp1047", "cp277", "cp838", "common", "ascii", "latin-1")
 

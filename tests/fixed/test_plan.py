@@ -12,7 +12,7 @@ from gendef.copybook import compiler
 from parsers.base import build_parser
 from parsers.fixed import FixedParser, FixedPlan
 from parsers.model import Message
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 from .conftest import (
     RETAIL_CPY,

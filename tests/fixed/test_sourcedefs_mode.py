@@ -187,7 +187,7 @@ def test_definitions_that_do_not_match_the_layout_are_rejected(make, tmp_path):
     from gendef.build import build_definitions
     from gendef.model import Definitions, Table, varchar_column
     from parsers.fixed import FixedParser
-    from props.settings import settings_from_text
+    from props.loader import settings_from_text
 
     (tmp_path / "tcustmer.def").write_text(TCUSTMER_DEF)
     settings = settings_from_text(TCUST_PROPS, env={})

@@ -50,9 +50,9 @@ def _scratch_file(name: str, data: bytes) -> str:
 
 
 def properties(data: bytes) -> None:
-    from props.loader import load_file
+    from props.loader import load_settings
 
-    load_file(_scratch_file("fuzz.properties", data), env=FUZZ_ENV)
+    load_settings(_scratch_file("fuzz.properties", data), env=FUZZ_ENV)
 
 
 def copybook(data: bytes) -> None:
@@ -133,7 +133,7 @@ def _build_parsers(kind: str, configs: tuple[tuple[str, str, str], ...]) -> list
     """Each configuration's parser, built as ``msgcap run`` builds it (paths from the example)."""
     from gendef.build import build_definitions
     from parsers.base import build_parser
-    from props.loader import load_text
+    from props.loader import settings_from_text
 
     built = _parsers.get(kind)
     if built is None:
@@ -142,7 +142,7 @@ def _build_parsers(kind: str, configs: tuple[tuple[str, str, str], ...]) -> list
             home = EXAMPLES / directory
             text = (home / prop).read_text(encoding="utf-8") + extra
             with contextlib.chdir(home):
-                settings = load_text(text, str(home / prop), env=FUZZ_ENV)
+                settings = settings_from_text(text, str(home / prop), env=FUZZ_ENV)
                 built.append(build_parser(settings, build_definitions(settings)))
         _parsers[kind] = built
     return built

@@ -23,7 +23,7 @@ from msgcap.trail.reader import TrailFile
 from msgcap.trail.writer import TrailWriter
 from parsers.model import Message
 from props.errors import MessageError
-from props.settings import load_settings
+from props.loader import load_settings
 
 
 class Crash(Exception):

@@ -15,7 +15,7 @@ import pytest
 from msgcap.pipeline import Stats
 from msgcap.report import HttpReport
 from props.errors import PropertyError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 BASE = "parser.type=delim\ndelim.header=a\ndelim.sourcedefs=x.def\n"
 

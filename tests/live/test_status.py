@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from msgcap.pipeline import Pipeline
-from props.settings import load_settings
+from props.loader import load_settings
 from tests.live.test_long_transactions import (  # noqa: F401 - home: fixture
     Run,
     ScriptedSource,

@@ -61,10 +61,6 @@ def test_source_for_picks_the_source_from_jms_url() -> None:
     broker = source_for(_settings("stomp://a:1", "stomp://b:2", destination="/queue/q"))
     assert isinstance(broker, StompSource) and broker.destination == "/queue/q"
     assert broker.window == 500 and [e.port for e in broker.endpoints] == [1, 2]
-    with pytest.raises(PropertyError, match="failover"):
-        source_for(_settings("dir:a", "stomp://b:2"))
-    with pytest.raises(PropertyError, match="jms.destination"):
-        source_for(_settings("stomp://b:2"))
     with pytest.raises(PropertyError, match="jms.url"):
         source_for(_settings())
 

@@ -12,7 +12,8 @@ from parsers.base import Parser, build_parser
 from parsers.delim import DelimParser
 from parsers.model import MISSING, Message
 from props.errors import DefinitionError, MessageError, PropertyError
-from props.settings import Settings, settings_from_text
+from props.loader import settings_from_text
+from props.settings import Settings
 
 SALES_DEF = """\
 *+- Defgen version 4.0, Encoding UTF-8

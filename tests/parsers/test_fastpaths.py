@@ -25,7 +25,7 @@ from parsers.convert import build_converter, compile_row
 from parsers.delim import DelimParser, Dialect
 from parsers.model import Message
 from props.errors import MessageError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 COLUMNS = [
     number_column("N0", 12), number_column("N2", 11, 2), number_column("N3", 5, 3),
@@ -57,7 +57,7 @@ def _converters():
 @given(st.lists(TEXTS, min_size=len(COLUMNS), max_size=len(COLUMNS)))
 def test_compiled_row_equals_the_column_converters(texts):
     converters = _converters()
-    row = compile_row(converters, 2)
+    row = compile_row(converters, 2, table="T")
     want = []
     for c, t in zip(converters, texts, strict=True):
         got = _outcome(c, t) if t is not None else ("ok", None)
@@ -72,7 +72,7 @@ def test_compiled_row_equals_the_column_converters(texts):
 
 def test_compiled_row_repeats_cached_datetimes_and_rejects_bad_ones():
     converters = _converters()
-    row = compile_row(converters, 0)
+    row = compile_row(converters, 0, table="T")
     texts = ["1", "1.5", "0.001", "1", "v", "c", "2024-03-01 10:15:30", "2024-03-01", "7", "007"]
     first = row(texts)
     assert row(texts) == first == [1, 150, 1, "1", "v", "c  ", "2024-03-01:10:15:30",
@@ -82,7 +82,7 @@ def test_compiled_row_repeats_cached_datetimes_and_rejects_bad_ones():
 
 
 def test_compiled_row_without_columns():
-    assert compile_row([], 3)(["a", "b", "c"]) == []
+    assert compile_row([], 3, table="T")(["a", "b", "c"]) == []
 
 
 BODY_CHARS = st.text(alphabet=',"\\|$NUL\r\n ab', max_size=30)

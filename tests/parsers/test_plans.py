@@ -19,7 +19,7 @@ import pytest
 from gendef.build import build_definitions
 from msgcap import dumps
 from parsers.base import build_parser
-from props.settings import load_settings
+from props.loader import load_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

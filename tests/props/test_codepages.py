@@ -21,7 +21,7 @@ from props.codepages import (
     code_page,
 )
 from props.errors import PropertyError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 COBRIX_PAGES = ("cp037", "cp273", "cp277", "cp278", "cp280", "cp284", "cp285", "cp297", "cp500",
                 "cp838", "cp870", "cp875", "cp1025", "cp1047", *(f"cp{n}" for n in range(1140, 1150)),
@@ -119,7 +119,7 @@ def test_refused_encodings_are_property_errors(value, reason):
 VALIDATE = """
 import sys
 {first}
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 from parsers.decoders import lookup_codec
 s = settings_from_text("parser.type=fixed\\nfixed.schematype=copybook\\nfixed.copybook=c\\n"
                        "fixed.header=H\\nfixed.encoding=ibm1047\\n", "p", env={{}})

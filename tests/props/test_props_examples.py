@@ -9,7 +9,8 @@ import pytest
 
 from props.errors import PropertyError
 from props.expr import Const, Field, JmsId, SysTxid, XPath
-from props.settings import OptypeValues, Settings, UserColumn, load_settings
+from props.loader import load_settings
+from props.settings import OptypeValues, Settings, UserColumn
 
 EXAMPLES = Path(__file__).parent / "examples"
 ENV = {"MQ_USER": "capture", "MQ_PASSWORD": "Pa55-w0rd"}

@@ -9,14 +9,20 @@ import pytest
 
 from props.errors import PropertyError
 from props.expr import Const, Field, JmsId, JmsProp, SysSeqid, SysTs
+from props.loader import load_settings, settings_from_text
 from props.settings import (
     DateFormats,
+    DelimSettings,
+    ErrorSettings,
+    FixedSettings,
+    JmsSettings,
+    LogSettings,
     OptypeValues,
     Settings,
+    TrailSettings,
     TxindValues,
     UserColumn,
-    load_settings,
-    settings_from_text,
+    XmlSettings,
 )
 
 FILE = "t.properties"
@@ -68,6 +74,24 @@ def test_defaults():
     assert (s.error.policy, s.error.file) == ("abend", "dirrpt/msgcap.dsc")
     assert (s.log.level, s.log.file, s.log_file) == ("INFO", None, "dirrpt/MSGCAP.log")
     assert s.report_http is None
+
+
+def test_unset_properties_take_the_dataclass_defaults():
+    """The defaults are written once, in props.settings: the loader takes them from there."""
+    s = load(DELIM)
+    assert (s.jms, s.trail, s.error, s.log) == (
+        JmsSettings(), TrailSettings(), ErrorSettings(), LogSettings())
+    assert s.checkpoint_dir == Settings().checkpoint_dir
+    for name in ("fielddelim", "linedelim", "quote", "hasbefores", "hasnames", "afterfirst",
+                 "isgrouped"):
+        assert getattr(s.delim, name) == getattr(DelimSettings(), name), name
+    codes = OptypeValues()
+    assert s.delim.optype_values.insert == codes.insert and s.delim.txind_values == TxindValues()
+    assert (s.delim.optype_values.update, s.delim.optype_values.delete) == (codes.update,
+                                                                         codes.delete)
+    assert load(FIXED).fixed.encoding == FixedSettings().encoding
+    xml = load(XML).xml
+    assert (xml.maxbytes, xml.maxdepth) == (XmlSettings().maxbytes, XmlSettings().maxdepth)
 
 
 def test_all_global_settings():

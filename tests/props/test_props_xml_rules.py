@@ -9,7 +9,8 @@ import pytest
 
 from props.errors import PropertyError
 from props.expr import Const, JmsId, JmsProp, SysSeqid, SysTs, SysTxid, XPath
-from props.settings import OptypeValues, Settings, TxindValues, settings_from_text
+from props.loader import settings_from_text
+from props.settings import OptypeValues, Settings, TxindValues
 
 FILE = "x.properties"
 HEAD = "parser.type=xml\nxml.sourcedefs=dirdef/x.def\n"

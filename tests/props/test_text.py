@@ -4,7 +4,7 @@ the two places that apply it to everything: every MsgcapError and every log line
 from __future__ import annotations
 
 from props.errors import MessageError, PropertyError, SourceError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 from props.text import LINE_CHARS, VALUE_CHARS, escape, quoted, redact_urls, shown
 
 FORGED = "0001\n2026-11-23 10:00:00 ERROR msgcap.run: FORGED LINE\x1b[31m.msg"

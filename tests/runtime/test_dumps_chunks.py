@@ -51,3 +51,38 @@ def test_base64_must_be_strict(tmp_path):
     path.write_text('{"id": "a", "body_b64": "QQ==QQ=="}\n')
     with pytest.raises(SourceError, match="d.jsonl:1: .*not valid Base64"):
         list(read_jsonl(str(path)))
+
+
+def _one_by_one(path):
+    """Each line alone through ``jsonl_message`` (what the Spark batch does), errors included."""
+    out = []
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                message = dumps.jsonl_message(raw.removesuffix(b"\n"), str(path), number)
+            except SourceError as exc:
+                return out, str(exc)
+            if message is not None:
+                out.append((message.id, message.headers, message.body, message.origin))
+    return out, None
+
+
+LINES = [b'{"id": "a", "body": "x"}', b"", b"  \t", "\u3000".encode(), b"\r",
+         '\ufeff{"id": "b", "body_b64": "/w=="}'.encode(), b'{"id": "c", "body": "\xc3\xa9"}\r',
+         b"\xa0"]
+
+
+@pytest.mark.parametrize("chunk", [5, 64, 1 << 20])
+@pytest.mark.parametrize("last", range(len(LINES)))
+def test_chunked_reading_equals_one_line_at_a_time(tmp_path, monkeypatch, chunk, last):
+    """``read_jsonl``'s chunked path and ``jsonl_message`` agree line for line, errors too."""
+    monkeypatch.setattr(dumps, "_CHUNK", chunk)
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\n".join(LINES[:last + 1]) + b"\n")
+    got, error = [], None
+    try:
+        for m in read_jsonl(str(path)):
+            got.append((m.id, m.headers, m.body, m.origin))
+    except SourceError as exc:
+        error = str(exc)
+    assert (got, error) == _one_by_one(path)

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from msgcap.cli import main
-from props.loader import GLOBAL_KEYS, RULE_ATTRS, SECTION_KEYS
-from props.settings import load_settings
+from props.loader import GLOBAL_KEYS, RULE_ATTRS, SECTION_KEYS, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 N = 70_000

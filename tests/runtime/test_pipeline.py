@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 
@@ -118,3 +119,21 @@ def test_stats_interval_and_summary():
     text = s.summary()
     assert text.splitlines()[1] == "  A.B  insert 7  delete 1"
     assert "operations 8" in text and text.endswith("trail files: f1 f2")
+
+
+def test_every_counter_is_copied_subtracted_and_added():
+    """The counters come from one list (the fields marked counter): none is forgotten."""
+    names = [f.name for f in fields(Stats) if f.metadata.get("counter")]
+    assert {"messages", "duplicates", "discarded", "transactions", "skipped_transactions",
+            "body_size"} <= set(names)
+    s = Stats(**{n: 10 * (i + 1) for i, n in enumerate(names)}, operations={("T", "I"): 3},
+              trail_files=["f1"], last_commit_us=7, durable_transactions=4)
+    assert s.copy() == s and s.copy().operations is not s.operations
+    assert s.since(Stats()) == s
+    total = Stats()
+    total.add(s)
+    total.add(s)
+    assert [getattr(total, n) for n in names] == [2 * getattr(s, n) for n in names]
+    assert total.operations == {("T", "I"): 6} and total.last_commit_us == 7
+    assert total.since(s) == Stats(**{n: getattr(s, n) for n in names},
+                                   operations={("T", "I"): 3}, last_commit_us=7)

@@ -17,7 +17,7 @@ from msgcap.trail.writer import TrailWriter
 from parsers.base import build_parser
 from parsers.model import Message
 from props.errors import MessageError
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 REPO = Path(__file__).resolve().parents[2]
 CPY = (REPO / "examples" / "fixed" / "copybook" / "dirdef" / "retail.cpy").read_text()

@@ -14,7 +14,7 @@ from gendef.model import (
 )
 from parsers.model import Message
 from parsers.xml import XmlParser
-from props.settings import settings_from_text
+from props.loader import settings_from_text
 
 HEAD = "parser.type=xml\nxml.sourcedefs=dirdef/test.def\n"
 

@@ -12,7 +12,7 @@ from gendef.build import build_definitions
 from parsers.base import build_parser
 from parsers.model import MISSING, TX_BEGIN, TX_END, TX_WHOLE, Message
 from parsers.xml import XmlParser
-from props.settings import load_settings
+from props.loader import load_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "xml"
 TS_2010 = 1265364681000000  # 2010-02-05 10:11:21 UTC
