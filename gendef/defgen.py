@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import tempfile
+from typing import Any, cast
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -142,7 +143,9 @@ class _Reader:
         if not tables:
             raise self.error("no table definitions ('Definition for table NAME')",
                              len(self.lines))
-        return Definitions(tuple(tables), DefsHeader(**header, extra=tuple(extra)))
+        # the keys are DefsHeader fields; only timezone may be None (read_header)
+        fields = cast("dict[str, Any]", header)
+        return Definitions(tuple(tables), DefsHeader(**fields, extra=tuple(extra)))
 
     def read_header(self) -> tuple[dict[str, str | None], list[tuple[str, str]]]:
         """The version line, the creation comment and ``Key: value`` lines before table 1."""

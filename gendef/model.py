@@ -72,10 +72,12 @@ class Column:
     def from_fields(cls, name: str, values: list[int] | tuple[int, ...]) -> Column:
         """Build from fields 2–19 (DEFGEN 2.0) or 2–24; 2.0 columns get §6.2's fields 20–24."""
         if len(values) == 18:
-            col = cls(name, *values[:16], bool(values[16]), values[17])
+            fields = (*values[:16], bool(values[16]), values[17])
+            col = cls(name, *fields)
             return replace(col, native_type=default_native_type(col))
         if len(values) == 23:
-            return cls(name, *values[:16], bool(values[16]), *values[17:])
+            fields = (*values[:16], bool(values[16]), *values[17:])
+            return cls(name, *fields)
         raise ValueError(f"column {name}: {len(values) + 1} fields (expected 19 or 24)")
 
     # -- derived facts -------------------------------------------------------------------------

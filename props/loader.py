@@ -436,7 +436,7 @@ class _Loader:
             return None
         match = _DURATION.match(value)
         number = _to_int(match.group(1)) if match else None
-        if number is None or number < 1:
+        if match is None or number is None or number < 1:
             raise self.error(key, f"{quoted(value)} is not <n>sec, <n>min, <n>hr or <n>ms "
                              f"(n = 1 to {10 ** MAX_DIGITS - 1})")
         unit = match.group(2).lower()
