@@ -373,6 +373,8 @@ def encoder_for(field: FieldLayout, encoding: str = "ascii", *,
     exp = field.effective_scale
 
     def unscaled(value: Value) -> int:
+        if value is None:  # DISPLAY writes NULL as blanks; a binary number has no NULL
+            raise fail("NULL has no binary form")
         if field.scale_factor > 0:
             q, r = divmod(int(value), 10 ** field.scale_factor)
             if r or Decimal(value) != int(value):

@@ -12,7 +12,7 @@ trail stores for the column's definition type (properties.md §2.5), so encoders
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from gendef.model import Table
 
@@ -23,7 +23,7 @@ class _Missing:
     __slots__ = ()
     _instance: _Missing | None = None
 
-    def __new__(cls) -> Self:
+    def __new__(cls) -> _Missing:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

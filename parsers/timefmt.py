@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import date
+from typing import Any
 from operator import itemgetter
 
 from props.errors import MessageError, PropertyError
@@ -131,7 +132,7 @@ class TimeFormat:
     def __reduce__(self):
         return (_rebuild, (self._fmt, self._date_only))
 
-    def _groups(self, text: str) -> tuple[str | None, ...]:
+    def _groups(self, text: str) -> tuple[Any, ...]:  # Match.groups(): the form says which
         m = self._match(text)
         if m is None:
             m = self._match(text.strip())
@@ -139,7 +140,7 @@ class TimeFormat:
                 raise MessageError(f"value {quoted(text)} does not match the date format {self.text}")
         return m.groups()
 
-    def _date(self, g: tuple[str | None, ...], text: str) -> tuple[int, str]:
+    def _date(self, g: tuple[Any, ...], text: str) -> tuple[int, str]:
         """(µs of 00:00 of the day since the epoch, ``YYYY-MM-DD``), validated and cached."""
         key = self._date_key(g)
         found = self._dates.get(key)
@@ -147,7 +148,8 @@ class TimeFormat:
             iy, imo, idd, iyy = (self._index[i] for i in (_YEAR, _MONTH, _DAY, _YY))
             if iy is not None:
                 year = int(g[iy])
-            else:
+            else:  # a form without the year has yy
+                assert iyy is not None
                 yy = int(g[iyy])
                 year = 2000 + yy if yy < 50 else 1900 + yy
             month = int(g[imo]) if imo is not None else 1
@@ -207,9 +209,9 @@ class TimeFormat:
                         pass  # the error names the whole text: the general path reports it
             g = self._groups(text)
             found = self._date(g, text)[0] + self._time(g, text)[0]
-            frac = g[self._frac] if self._frac is not None else None
-            if frac:
-                found += int(frac[:6].ljust(6, "0"))
+            fraction = g[self._frac] if self._frac is not None else None
+            if fraction:
+                found += int(fraction[:6].ljust(6, "0"))
             if len(self._values) >= _VALUE_CACHE_SIZE:
                 self._values.clear()
             self._values[text] = found

@@ -151,7 +151,7 @@ class _Compiler:
                 raise _prop_error(exc.reason, rule, "timestamp.format") from None
 
             def from_xpath(node: Any, st: _State) -> int:
-                text = text_of(node, st)
+                text = text_of(node, st) or ""  # (required: never None)
                 try:
                     return micros(text)
                 except MessageError as exc:
@@ -378,7 +378,7 @@ class XmlParser(ParserBase):
 
             def optype(node: Any, st: _State) -> str:
                 try:
-                    return to_optype(optype_text(node, st))
+                    return to_optype(optype_text(node, st) or "")
                 except MessageError as exc:
                     if exc.position:
                         raise
@@ -390,7 +390,7 @@ class XmlParser(ParserBase):
 
             def txind(node: Any, st: _State) -> int:
                 try:
-                    return to_txind(txind_text(node, st))
+                    return to_txind(txind_text(node, st) or "")
                 except MessageError as exc:
                     if exc.position:
                         raise
@@ -413,7 +413,7 @@ class XmlParser(ParserBase):
         name_of = c.text(rule, attr, expr, required=True)
 
         def table(node: Any, st: _State) -> str:
-            name = name_of(node, st).strip()
+            name = (name_of(node, st) or "").strip()
             if not name:
                 raise _error("empty table name", rule, attr, expr)
             if "." in name:
@@ -531,6 +531,7 @@ class XmlParser(ParserBase):
     def _op(self, r: _OpRule, node: Any, st: _State, ctx: _Inherited,
             txind: int | None) -> Op:
         rule = r.rule
+        assert r.table is not None and r.optype is not None  # an emitting rule has both
         name = r.table(node, st)
         table = self.definitions.get(name)
         if table is None:
@@ -611,6 +612,7 @@ class XmlParser(ParserBase):
                 raise _error(f"column {name!r} is index {index} of {table.name}, not {given} "
                              f"({table.columns[given].name})", rule, "index", rule.index)
             index = given
+        assert index is not None  # name or index selected one (else refused above)
         return index
 
 

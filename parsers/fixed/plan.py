@@ -15,7 +15,7 @@ table (decided by ``gendef.build.used_header_fields`` so that the parser and gen
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gendef.build import (
@@ -123,8 +123,9 @@ def _items(settings: Settings, f: FixedSettings, header: tuple[HeaderField, ...]
     index = FieldIndex([h.name for h in header], normalize_field)
     ts = f.timestamp if f.timestamp is not None else (
         Field("timestamp") if "timestamp" in index else None)
-    if f.timestamp_format is None and isinstance(ts, Field) and ts.name in index:
-        own = header[index.get(ts.name)].date_format
+    if (f.timestamp_format is None and isinstance(ts, Field)
+            and (at := index.get(ts.name)) is not None):
+        own = header[at].date_format
         if own is not None:
             f = replace(f, timestamp_format=own)
     try:
@@ -156,8 +157,8 @@ def _date_format(f: FixedSettings, table: Table, col: Column, own: str | None
     return fmt, prop
 
 
-def _table_plan(trail: Table, placed: list[tuple[str, int, int, FieldLayout | None,
-                                                  str | None]],
+def _table_plan(trail: Table, placed: Sequence[tuple[str, int, int, FieldLayout | None,
+                                                      str | None]],
                 end: int, f: FixedSettings, odo: tuple[OdoPlan, ...] = ()) -> TablePlan:
     """``placed``: (name, start, end, field, own date format) of each trail column, in order."""
     if len(placed) != len(trail.columns):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from gendef.model import DATETIME, Definitions, Table
 from parsers.base import ParserBase
@@ -205,9 +205,9 @@ class FixedParser(ParserBase):
             conv, kind = column_converter(col, fmt, tp.table.name)
             text_of = self._text
 
-            def raw(data: bytes, start: int = s.start) -> Any:
+            def raw_text(data: bytes, start: int = s.start) -> Any:
                 return conv(text_of(data, start))
-            return Slot(s.name, s.start, s.end, col.key, conv, raw, kind, col)
+            return Slot(s.name, s.start, s.end, col.key, conv, raw_text, kind, col)
         text, raw, kind = field_converters(s.field, col, self._page.name, self._digits_ascii,
                                            fmt, tp.table.name)
         return Slot(s.name, s.start, s.end, col.key, text, raw, kind, col, s.field)
@@ -271,8 +271,9 @@ class FixedParser(ParserBase):
                 values = header(body)
                 if values is None:
                     return None
-                image = ((plan.ascii_image if body.isascii() else plan.text_image)(body)
-                         if cls is str else plan.byte_image(body))
+                # cls picked the header of body's type; byte_image is set when raw_ok
+                image = ((plan.ascii_image if body.isascii() else plan.text_image)(body)  # type: ignore[arg-type]
+                         if cls is str else plan.byte_image(body))  # type: ignore[arg-type, misc]
                 if image is None:
                     return None
                 op = Op(plan.table, optype,
@@ -335,9 +336,9 @@ class FixedParser(ParserBase):
         body = message.body
         raw = isinstance(body, bytes)
         if raw and not self._copybook:
-            body = self._text(body)
+            body = self._text(cast(bytes, body))
             raw = False
-        if not raw and body.endswith("\n"):
+        if isinstance(body, str) and body.endswith("\n"):  # (not raw)
             body = body[:-2] if body.endswith("\r\n") else body[:-1]
         n = len(body)
         hlen = self._header_length
