@@ -320,7 +320,7 @@ class StompSource(Source):
 
     def _lost_while_sending(self, exc: Exception) -> None:
         """A send failed: the receiver thread reports the loss; make sure it is seen."""
-        self._queue.put(_Lost(self._epoch, f"send failed: {exc or type(exc).__name__}"))
+        self._queue.put(_Lost(self._epoch, f"send failed: {str(exc) or type(exc).__name__}"))
 
     def interrupt(self) -> None:
         self._stop.set()
