@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import BinaryIO
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -30,7 +31,7 @@ class Archive:
         self.limit = megabytes * 1024 * 1024
         self.sync = sync
         self._clock = clock
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._day = ""
         self._size = 0
         self._dirty = False
@@ -46,6 +47,7 @@ class Archive:
         if self._fh is None or day != self._day or (self._size and
                                                     self._size + len(line) > self.limit):
             self._next_file(day)
+        assert self._fh is not None  # (_next_file opened one)
         try:
             self._fh.write(line)
         except OSError as exc:

@@ -405,6 +405,7 @@ class Assembler:
         name = message.name
         holder: _OpenTx | None = None  # the last written transaction holding one of our ops
         written = 0
+        tx: _OpenTx | None
         if ops[0].txind is None:
             if self._open is not None:
                 raise MessageError(
@@ -434,7 +435,7 @@ class Assembler:
                                        position=_where(op, "txind"))
                 tx = self._open
                 begun = False
-                if ind == TX_BEGIN or ind == TX_WHOLE:
+                if ind in (TX_BEGIN, TX_WHOLE):
                     if tx is not None:
                         raise MessageError(
                             f"txind {_TXIND_NAMES[ind]} while transaction {tx.txid} (begun in "
@@ -442,7 +443,7 @@ class Assembler:
                             position=_where(op, "txind"))
                     tx = self._open = self._begin(op, name)
                     begun = True
-                elif ind == TX_MIDDLE or ind == TX_END:
+                elif ind in (TX_MIDDLE, TX_END):
                     if tx is None:
                         raise MessageError(
                             f"txind {_TXIND_NAMES[ind]} without an open transaction",
@@ -458,7 +459,7 @@ class Assembler:
                 written += n
                 if n:
                     holder = tx
-                if ind == TX_END or ind == TX_WHOLE:
+                if ind in (TX_END, TX_WHOLE):
                     self._open = None
                     self._complete(tx, out)
         if written == 0:
@@ -483,13 +484,10 @@ class Assembler:
             return False
         first = ops[0]
         ind = first.txind
-        if ((ind == TX_MIDDLE or ind == TX_END) and first.txid == tx.given_txid
+        if (ind in (TX_MIDDLE, TX_END) and first.txid == tx.given_txid
                 and (tx.skipping or first.txid is not None)):
             return False
-        for op in ops:
-            if not _is_written(op, base):
-                return False
-        return True
+        return all(_is_written(op, base) for op in ops)
 
     def _begin(self, op: Op, name: str) -> _OpenTx:
         last = self._last
@@ -555,9 +553,7 @@ class ImageRecords:
             info = self._table_info(table)
         keys, declared = info[1], info[2]
         if optype == INSERT:
-            after = op.after
-            if after is None:
-                _image(op, after, "after")  # raises
+            after = _image(op, op.after, "after")  # (raises when there is none)
             if declared:
                 for i in keys:
                     if after[i] is MISSING:
@@ -570,10 +566,7 @@ class ImageRecords:
             before = _image(op, op.before if op.before is not None else op.after, "before")
             if declared:
                 _check_keys(op, before, keys)
-            if self.rules.compress_deletes:
-                values = _only(before, keys)
-            else:
-                values = before
+            values = _only(before, keys) if self.rules.compress_deletes else before
             return [TrailRecord(table, IOTYPE_DELETE, "B", op.timestamp, seqid, op.ordinal,
                                 values)]
         if optype == TRUNCATE:
@@ -603,7 +596,7 @@ class ImageRecords:
             iotype = IOTYPE_UPDATE
             values = after
         key_before = None
-        if pk_change:
+        if pk_change and before is not None:  # (a key change needs before values)
             if not rules.pk_updates:
                 changed = next(table.columns[i].name for i in keys
                                if before[i] is not MISSING and before[i] != after[i])

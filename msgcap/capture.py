@@ -310,6 +310,7 @@ class Capture:
         if self._done or self._discarded:
             self._flush()
         held, self._held = self._held, []
+        assert self.spill_path is not None  # (the caller checked)
         try:
             with open(self.spill_path, "a", encoding="utf-8") as fh:
                 fh.writelines(entry_line(m, id=raw) for m, raw in held)
@@ -329,6 +330,7 @@ class Capture:
             m.body, m.headers = b"", {}
 
     def _drop_spill(self) -> None:
+        assert self.spill_path is not None  # (something was spilled)
         try:
             os.remove(self.spill_path)
         except FileNotFoundError:

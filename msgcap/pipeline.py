@@ -267,6 +267,7 @@ class Pipeline:
             return self.reject(message, exc.located(message.name), raw_id)
         if outcome is not None:
             return self._write(message, raw_id, outcome)
+        assert done is not None  # (add_single's transaction)
         try:
             position = self.writer.write_transaction(done.tx)
         except MessageError as exc:

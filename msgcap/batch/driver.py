@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO
 
 from msgcap.batch.encode import Encoded
@@ -320,7 +321,7 @@ class _Run:
                     raise SourceError(f"Spark read the inputs out of order ({s.key} after "
                                       f"{last})")
                 last = s.key
-                plan = planner.plan(s, lambda p=p, k=s.key: jobs.skeleton(parsed, p, k))
+                plan = planner.plan(s, partial(jobs.skeleton, parsed, p, s.key))
                 if self.shift:
                     plan = plan.moved(plan.txnum - self.shift, plan.head_error)
                 plans[s.key] = plan

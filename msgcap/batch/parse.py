@@ -421,7 +421,7 @@ class _Pass1:
         failing = self.boundaries.failing
         failing.clear()
         shapes = []
-        built = []
+        built: list[tuple[Any, ...]] = []  # (reason, position) of a failing op, else its records
         bodies: list | None = [] if self.rows is not None else None
         for op in ops:
             if op.seqid is None:
@@ -449,7 +449,7 @@ class _Pass1:
         self.kinds.append(OK)
         self.refs.append(ref)
         self.entries.append(tuple(built))
-        if self.rows is not None:
+        if self.rows is not None and bodies is not None:
             self.rows.append(tuple(bodies))
         if not self.decided and ops:
             self.decided = True

@@ -227,6 +227,7 @@ class SpoolSource(Source):
                 self._inflight.discard(name)
         for sub in ((DONE_DIR,) if done else ()) + ((ERROR_DIR,) if discarded else ()):
             os.fsync(self._subdirs[sub])
+        assert self._dir is not None  # (open)
         os.fsync(self._dir)
 
     def interrupt(self) -> None:

@@ -22,7 +22,7 @@ NULL_DATETIME = b"1900-01-01:00:00:00.000000000"
 _INT_SIZES = {130: 2, 131: 2, 132: 4, 133: 4, 134: 8, 135: 8}
 
 Encoder = Callable[[Any], bytes]
-Decoder = Callable[[bytes], Any]
+Decoder = Callable[[bytes, int, int], Any]  # (data, start, end) of one column's span
 
 
 class ValueTooLong(ValueError):

@@ -67,7 +67,7 @@ class _Scan:
     header_len: int | None  # None: F record absent or partial
     byteorder: str | None
     last_end: int | None = None  # end of the last record with TransInd 2 or 3
-    last: tuple[str | None, int, str | None, int] | None = None  # seqid, pos, txid, auditrba
+    last: tuple[str | None, int | None, str | None, int] | None = None  # seqid, pos, txid, auditrba
 
 
 def _fsync_dir(path: str) -> None:
@@ -232,7 +232,7 @@ class TrailWriter:
         return rec
 
     def _durable_floor(self, files: list[tuple[int, str]], durable: Position | Recovery
-                       ) -> tuple[str | None, int, str | None, int] | None:
+                       ) -> tuple[str | None, int | None, str | None, int] | None:
         """(seqid, ordinal, txid, transaction number) of the last transaction that ends at the
         durable position, read from the trail there (one record, whatever the trail's size);
         None when no transaction precedes it."""
@@ -458,6 +458,7 @@ class TrailWriter:
 
     def _roll(self) -> None:
         self.flush()
+        assert self._fd is not None  # (open)
         if self.sync != "none":
             os.fsync(self._fd)
         os.close(self._fd)
@@ -467,6 +468,7 @@ class TrailWriter:
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
         done = 0
+        assert self._fd is not None  # (open)
         try:
             while done < len(view):
                 done += os.write(self._fd, view[done:])
@@ -507,6 +509,7 @@ class TrailWriter:
         restarts inside it), keeping every complete transaction: the recovery of a restart."""
         self._check(allow_open=True)
         self.flush()
+        assert self._fd is not None  # (_check)
         os.close(self._fd)
         self._fd = None
         self._open_tx = False
@@ -521,13 +524,15 @@ class TrailWriter:
         self._check(allow_open=True)
         self.flush()
         if self.sync != "none":
+            assert self._fd is not None  # (_check)
             try:
                 os.fsync(self._fd)
             except OSError as exc:
                 self._broken = f"fsync failed: {exc.strerror}"
                 raise TrailError(self._broken, file=self._file) from None
-        self.durable = self._tx_start if self._open_tx else self.position
-        return self.durable
+        durable = self._tx_start if self._open_tx and self._tx_start is not None else self.position
+        self.durable = durable  # (an open transaction has its start)
+        return durable
 
     def close(self) -> None:
         if self._fd is None:
