@@ -13,9 +13,9 @@ import logging
 import os
 import re
 import tempfile
-from typing import Any, cast
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 from gendef.model import Column, Definitions, DefsHeader, Table
 from props.errors import DefinitionError

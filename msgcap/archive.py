@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import BinaryIO
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import BinaryIO
 
 from msgcap.dumps import entry_line
 from parsers.model import Message

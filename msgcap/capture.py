@@ -42,6 +42,7 @@ transaction are released (acknowledged) with the transaction, from ``_held``, no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -331,10 +332,8 @@ class Capture:
 
     def _drop_spill(self) -> None:
         assert self.spill_path is not None  # (something was spilled)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(self.spill_path)
-        except FileNotFoundError:
-            pass
         self._journaled.clear()
         _fsync_dir(os.path.dirname(self.spill_path) or ".")
         self._spilled = False

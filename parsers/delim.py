@@ -554,12 +554,13 @@ class DelimParser(ParserBase):
         converters = plan.converters
         try:
             if same_texts is None or same is None:
-                out = [None if t is None else c(t) for c, t in zip(converters, texts)]
+                out = [None if t is None else c(t)
+                       for c, t in zip(converters, texts, strict=False)]  # (groups, below)
             else:
                 out = [same[i] if t == same_texts[i] else None if t is None else c(t)
-                       for i, (c, t) in enumerate(zip(converters, texts))]
+                       for i, (c, t) in enumerate(zip(converters, texts, strict=False))]
         except MessageError:
-            for i, (c, t) in enumerate(zip(converters, texts)):
+            for i, (c, t) in enumerate(zip(converters, texts, strict=False)):
                 try:
                     if t is not None:
                         c(t)

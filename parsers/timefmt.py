@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import date
-from typing import Any
 from operator import itemgetter
+from typing import Any
 
 from props.errors import MessageError, PropertyError
 from props.text import quoted

@@ -13,6 +13,7 @@ name, then rename) that the spool source reads in send order.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -208,10 +209,8 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
             raise SourceError(_partial(reason, count, listener.confirmed),
                               url=endpoint.url) from None
         finally:
-            try:
+            with contextlib.suppress(StompException, OSError):
                 conn.disconnect()
-            except (StompException, OSError):
-                pass
         return count, f"{endpoint.url} {jms.destination}"
     raise SourceError("no broker reachable: " + "; ".join(errors), url=",".join(jms.url))
 

@@ -101,7 +101,7 @@ def encode_file_header(*, byteorder: str, seqno: int, file_name: str, uri: str, 
     trail.raw(0x38, lay.u32.pack(seqno))
     mach = _Tokens(lay)
     u = machine or tuple(os.uname())
-    for tid, text in zip(range(0x30, 0x35), u):
+    for tid, text in zip(range(0x30, 0x35), u, strict=False):  # at most five
         mach.string(tid, text)
     db = _Tokens(lay)
     db.raw(0x30, lay.u16.pack(VENDOR_GENERIC))
@@ -113,7 +113,7 @@ def encode_file_header(*, byteorder: str, seqno: int, file_name: str, uri: str, 
     prod = _Tokens(lay)
     prod.string(0x30, extract)
     prod.raw(0x31, lay.u16.pack(DATA_SOURCE))
-    for tid, part in zip(range(0x32, 0x37), vparts):
+    for tid, part in zip(range(0x32, 0x37), vparts, strict=False):  # at most five
         prod.raw(tid, lay.u16.pack(part))
     prod.string(0x37, f"msgcap {version}")
     cont = _Tokens(lay)

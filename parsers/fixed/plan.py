@@ -165,7 +165,7 @@ def _table_plan(trail: Table, placed: Sequence[tuple[str, int, int, FieldLayout 
         raise DefinitionError(f"table {trail.name}: {len(trail.columns)} columns in the "
                               f"definitions, {len(placed)} in the fixed-width layout")
     slots = []
-    for (name, start, stop, fld, own), col in zip(placed, trail.columns):
+    for (name, start, stop, fld, own), col in zip(placed, trail.columns, strict=True):
         fmt, prop = (_date_format(f, trail, col, own) if col.type_code == DATETIME
                      else (None, ""))
         slots.append(SlotPlan(name, start, stop, col, fld, fmt, prop))
@@ -261,7 +261,7 @@ def _columns_plan(trail: Table, lead: list[Column], columns: list[Column],
     """A plan of text columns: ``lead`` header columns, then the data columns at hlen."""
     placed = [(c, 0) for c in lead] + [(c, hlen) for c in columns]
     if len(placed) != len(trail.columns) or any(
-            c.name != t.name for (c, _), t in zip(placed, trail.columns)):
+            c.name != t.name for (c, _), t in zip(placed, trail.columns, strict=True)):
         raise DefinitionError(f"table {trail.name}: the definitions' columns are not the "
                               "header's unused columns followed by the table's")
     return _table_plan(trail, [(c.name, base + c.fetch_offset,

@@ -71,7 +71,7 @@ def tables(text: str) -> list[tuple[list[str], list[Row]]]:
             rows = []
             i += 2
             while i < len(lines) and lines[i][1].startswith("|"):
-                rows.append(Row(dict(zip(header, _split_row(lines[i][1]))), lines[i][0]))
+                rows.append(Row(dict(zip(header, _split_row(lines[i][1]), strict=False)), lines[i][0]))
                 i += 1
             found.append((header, rows))
         else:
