@@ -7,9 +7,12 @@ writes (§6.2) and the slot rule that yields fetch offsets and record lengths (�
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from props.errors import DefinitionError
+
+if TYPE_CHECKING:
+    from gendef.copybook.model import Copybook
 
 # GoldenGate type codes (sourcedefs.md §4).
 CHAR = 0
@@ -253,7 +256,7 @@ class Definitions:
     header: DefsHeader = DefsHeader()
     # The compiled copybook the tables came from (copybook mode): the parser reuses it instead
     # of compiling the file again (gendef.build.shared_copybook).
-    copybook: Any = field(default=None, compare=False, repr=False)
+    copybook: Copybook | None = field(default=None, compare=False, repr=False)
     _by_name: dict[str, Table] = field(default_factory=dict, compare=False, repr=False)
     _by_upper: dict[str, Table | None] = field(default_factory=dict, compare=False, repr=False)
 

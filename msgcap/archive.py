@@ -13,18 +13,21 @@ import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from msgcap.dumps import entry_line
 from parsers.model import Message
 from props.errors import SourceError
+
+if TYPE_CHECKING:
+    from props.settings import SyncMode
 
 
 class Archive:
     """Appends dump entries; ``flush_durable`` writes (and, unless ``sync='none'``, fsyncs)."""
 
     def __init__(self, directory: str, extract: str, *, megabytes: int = 100,
-                 sync: str = "batch", clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+                 sync: SyncMode = "batch", clock: Callable[[], datetime] = lambda: datetime.now(UTC)
                  ) -> None:
         self.directory = directory
         self.extract = extract

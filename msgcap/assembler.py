@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gendef.model import Table
 from msgcap.msgid import IdWidthError
@@ -52,6 +52,9 @@ from parsers.model import (
 from props.errors import MessageError
 from props.text import quoted
 
+if TYPE_CHECKING:
+    from props.settings import Settings
+
 _TXIND_NAMES = {TX_BEGIN: "begin", TX_MIDDLE: "middle", TX_END: "end", TX_WHOLE: "whole"}
 _OP_NAMES = {INSERT: "insert", UPDATE: "update", DELETE: "delete", TRUNCATE: "truncate"}
 
@@ -70,10 +73,22 @@ class ImageRules:
     pk_updates: bool = True
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ImageRules:
+    def from_settings(cls, settings: Settings) -> ImageRules:
         trail = settings.trail
         return cls(trail.compressupdates, trail.getupdatebefores, trail.compressdeletes,
                    settings.parser_type != "delim")
+
+
+class TrailMark(Protocol):
+    """The trail's last complete transaction, as the writer's ``Recovery`` and the
+    ``TrailWriter`` itself (after writing) both tell it; None fields: an empty trail."""
+
+    @property
+    def last_seqid(self) -> str | None: ...
+    @property
+    def last_audit_pos(self) -> int | None: ...
+    @property
+    def last_txid(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +103,7 @@ class Restart:
     last_txid: str | None = None
 
     @classmethod
-    def from_recovery(cls, recovery: Any) -> Restart:
+    def from_recovery(cls, recovery: TrailMark | None) -> Restart:
         if recovery is None:
             return cls()
         return cls(getattr(recovery, "last_seqid", None) or None,

@@ -322,7 +322,7 @@ class DelimPlan:
     definitions: Definitions
 
 
-class DelimParser(ParserBase):
+class DelimParser(ParserBase[DelimPlan]):
     """``parser.type=delim``: one Op per record, in message order."""
 
     @classmethod

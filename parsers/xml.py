@@ -299,7 +299,7 @@ class XmlPlan:
     definitions: Definitions
 
 
-class XmlParser(ParserBase):
+class XmlParser(ParserBase[XmlPlan]):
     """Message → operations by the XML rules; pickles as its plan, compiled again on load."""
 
     @classmethod

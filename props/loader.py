@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Literal, TypeVar
 
 from props import expr as ex
 from props.codepages import code_page
@@ -25,10 +26,14 @@ from props.settings import (
     DelimSettings,
     ErrorSettings,
     FixedSettings,
+    IdKind,
     JmsSettings,
+    LogLevel,
     LogSettings,
     OptypeValues,
+    ParserType,
     Rule,
+    SchemaType,
     Settings,
     TrailSettings,
     TxindValues,
@@ -40,7 +45,11 @@ from props.text import quoted
 
 log = logging.getLogger("msgcap.props")
 
-PARSERS = ("fixed", "delim", "xml")
+PARSERS: tuple[ParserType, ...] = ("fixed", "delim", "xml")
+_Choice = TypeVar("_Choice", bound=str)  # one of a choice's values (a Literal type)
+_NAMED_ID_KINDS: dict[str, IdKind] = {"ogg": "ogg", "time": "time", "activemq": "activemq"}
+_LOG_LEVELS: dict[str, LogLevel] = {"ERROR": "ERROR", "WARN": "WARN", "WARNING": "WARN",
+                                    "INFO": "INFO", "DEBUG": "DEBUG", "TRACE": "DEBUG"}
 
 GLOBAL_KEYS = frozenset({
     "parser.type",
@@ -387,7 +396,7 @@ class _Loader:
             raise PropertyError(f"required{why}", prop=key, file=self.file)
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+    def choice(self, key: str, choices: tuple[_Choice, ...], default: _Choice) -> _Choice:
         value = self.text(key)
         if value is None:
             return default
@@ -547,7 +556,7 @@ class _Loader:
     # ---- build --------------------------------------------------------------------------
 
     def build(self) -> Settings:
-        parser_type = self.choice("parser.type", PARSERS, "")
+        parser_type: ParserType | Literal[""] = self.choice("parser.type", PARSERS, "")
         if not parser_type:
             raise PropertyError("required (fixed, delim or xml)", prop="parser.type",
                                 file=self.file)
@@ -647,13 +656,14 @@ class _Loader:
                              f"{quoted(value)} is not NAME, /queue/NAME or /topic/NAME")
         return f"/queue/{value}"
 
-    def _jms_id(self) -> tuple[str, str]:
+    def _jms_id(self) -> tuple[str, IdKind]:
         value = self.text("jms.id")
         if value is None:
             return "time", "time"
         lower = value.lower()
-        if lower in ("ogg", "time", "activemq"):
-            return lower, lower
+        kind = _NAMED_ID_KINDS.get(lower)
+        if kind is not None:
+            return kind, kind
         if lower == "wmq":
             raise self.error("jms.id", "WebSphere MQ ids are not available over STOMP; "
                              "use a header or module:function")
@@ -729,15 +739,15 @@ class _Loader:
 
     def _log(self) -> LogSettings:
         self.choice("gg.log", ("JDK", "log4j", "logback"), "JDK")
-        level = self.text("gg.log.level")
-        if level is not None:
-            upper = level.upper()
-            upper = {"TRACE": "DEBUG", "WARNING": "WARN"}.get(upper, upper)
-            if upper not in ("ERROR", "WARN", "INFO", "DEBUG"):
+        text = self.text("gg.log.level")
+        level: LogLevel = "INFO"
+        if text is not None:
+            found = _LOG_LEVELS.get(text.upper())
+            if found is None:
                 raise self.error("gg.log.level",
-                                 f"{quoted(level)} is not ERROR, WARN, INFO or DEBUG")
-            level = upper
-        return LogSettings(level=level or "INFO", file=self.path("gg.log.file"))
+                                 f"{quoted(text)} is not ERROR, WARN, INFO or DEBUG")
+            level = found
+        return LogSettings(level=level, file=self.path("gg.log.file"))
 
     # ---- parser sections ----------------------------------------------------------------
 
@@ -891,7 +901,8 @@ class _Loader:
 
     def _fixed(self) -> FixedSettings:
         items = self._common("fixed", truncate=False)
-        schematype = self.choice("fixed.schematype", ("copybook", "sourcedefs"), "")
+        schematype: SchemaType | Literal[""] = self.choice("fixed.schematype",
+                                                           ("copybook", "sourcedefs"), "")
         if not schematype:
             raise PropertyError("required (copybook or sourcedefs)", prop="fixed.schematype",
                                 file=self.file)

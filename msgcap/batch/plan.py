@@ -33,6 +33,7 @@ from props.errors import MessageError
 
 if TYPE_CHECKING:
     from gendef.model import Table
+    from props.settings import ErrorPolicy
 
 
 @dataclass(slots=True)
@@ -78,7 +79,8 @@ def message_name(file: InputFile, number: int, first_line: int) -> str:
 class Planner:
     """Plans segments in input order (see the module doc)."""
 
-    def __init__(self, rules: ImageRules, policy: str, files: Sequence[InputFile]) -> None:
+    def __init__(self, rules: ImageRules, policy: ErrorPolicy,
+                 files: Sequence[InputFile]) -> None:
         self.rules = rules
         self.abend = policy == "abend"
         self.files = files

@@ -15,7 +15,11 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from msgcap.sources.base import Source
+    from props.settings import Settings
 
 HELP = "capture messages from a broker or spool directory into the trail"
 
@@ -58,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
-def _capture(args: argparse.Namespace, settings: Any, source: Any) -> int:
+def _capture(args: argparse.Namespace, settings: Settings, source: Source) -> int:
     from gendef.build import build_definitions
     from msgcap.archive import Archive
     from msgcap.assembler import Assembler, ImageRules, Restart

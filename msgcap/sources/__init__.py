@@ -6,15 +6,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from msgcap.sources.base import Redelivery, Source
 from props.errors import PropertyError
 
+if TYPE_CHECKING:
+    from props.settings import Settings
+
 __all__ = ["Redelivery", "Source", "source_for"]
 
 
-def source_for(settings: Any) -> Source:
+def source_for(settings: Settings) -> Source:
     """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers."""
     jms = settings.jms
     urls = tuple(jms.url)
@@ -30,6 +33,6 @@ def source_for(settings: Any) -> Source:
         raise PropertyError("required for a STOMP source", prop="jms.destination")
     from msgcap.sources.stomp import StompSource
     return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
-                       prefetch=jms.prefetch, heartbeat=tuple(jms.heartbeat), ssl_ca=jms.ssl_ca,
+                       prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
                        ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
                        client_id=settings.trail.extract)

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from msgcap import __version__
 from msgcap.trail.encoder import TrailEncoder
@@ -23,6 +23,9 @@ from msgcap.trail.layout import MIN_RECORD, REC_G, REC_Z, layout_for
 from msgcap.trail.reader import TrailFile, sequence_files, trail_file_name
 from msgcap.trail.records import TRANSIND_END, TRANSIND_WHOLE, Position, TrailTransaction
 from props.errors import TrailError
+
+if TYPE_CHECKING:
+    from props.settings import ByteOrder, SyncMode
 
 log = logging.getLogger("msgcap.trail")
 
@@ -115,7 +118,7 @@ class TrailWriter:
                  "last_txid", "limit", "path", "seqlen", "sync", "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
-                 byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
+                 byteorder: ByteOrder = "big", sync: SyncMode = "batch", extract: str = "MSGCAP",
                  uri: str | None = None, header_path: str | None = None) -> None:
         if seqlen not in (6, 9):
             raise ValueError(f"seqlen {seqlen} (expected 6 or 9)")

@@ -48,7 +48,7 @@ _CACHE_SIZE = 4096  # table names / table field texts remembered
 class _Table:
     """A table plan made executable."""
 
-    table: Any  # gendef.model.Table
+    table: Table
     slots: tuple[Slot, ...]
     raw_items: tuple[tuple[int, int, Convert], ...]
     ascii_image: Callable[[str], list[Any]]  # a text body of ASCII characters
@@ -102,7 +102,7 @@ class _Text:
                                position=f"offset {offset + error.start}") from None
 
 
-class FixedParser(ParserBase):
+class FixedParser(ParserBase[FixedPlan]):
     """``parser.type=fixed``: the runtime over a ``FixedPlan`` (the plan contract of
     ``parsers.base``)."""
 
