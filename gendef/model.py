@@ -6,6 +6,7 @@ writes (ยง6.2) and the slot rule that yields fetch offsets and record lengths (ย
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -278,7 +279,7 @@ class Definitions:
     def __contains__(self, name: str) -> bool:
         return self.get(name) is not None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Table]:
         return iter(self.tables)
 
     def __len__(self) -> int:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import logging
 import sys
+from types import ModuleType
 
 from msgcap import __version__
 from props.errors import MsgcapError
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(module: str):
+def _load(module: str) -> ModuleType | None:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

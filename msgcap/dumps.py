@@ -20,7 +20,7 @@ import glob
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 from parsers.model import Message
 from props.errors import SourceError
@@ -290,7 +290,7 @@ def text_or_bytes(data: bytes) -> str | bytes:
         return data
 
 
-def _open(path: str, mode: str):
+def _open(path: str, mode: str) -> IO[Any]:
     try:
         return open(path, mode)
     except OSError as exc:

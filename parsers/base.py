@@ -49,7 +49,7 @@ class ParserBase(Generic[PlanT]):
     def __init__(self, plan: PlanT) -> None:
         self.plan = plan
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.plan,))
 
     @classmethod

@@ -352,7 +352,7 @@ def _float_decoder(field: FieldLayout, options: DecodeOptions,
 Encoder = Callable[[Value], bytes]
 
 
-# C901 (complexity) accepted: one encoder closure per usage × kind, as decoder_for picks its decoders
+# C901 accepted: one encoder closure per usage × kind, as decoder_for picks its decoders
 def encoder_for(field: FieldLayout, encoding: str = "ascii", *,  # noqa: C901
                 options: DecodeOptions = DEFAULT_OPTIONS) -> Encoder:
     """The bytes of a value for one field, so that ``decoder_for`` reads the value back."""

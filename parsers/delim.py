@@ -104,8 +104,9 @@ class Dialect:
                    and quote_escaped in (None, quote * 2) and fielddelim != quote
                    and "\r" not in fielddelim + quote)
         self._quoted_null = f"{quote}{nullindicator}{quote}" if nullindicator else None
-        self._csv_args: dict[str, Any] | None = ({"delimiter": fielddelim, "quotechar": quote, "doublequote": True,
-                           "strict": True} if classic else None)
+        self._csv_args: dict[str, Any] | None = (
+            {"delimiter": fielddelim, "quotechar": quote, "doublequote": True, "strict": True}
+            if classic else None)
         self._token = self._tokenizer(ordered)
         # one-line quoted bodies: one csv.reader kept, fed a line at a time (see _csv_line)
         self._csv_feed: list[str] = []

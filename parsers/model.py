@@ -31,7 +31,7 @@ class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (_Missing, ())
 
     def __bool__(self) -> bool:

@@ -9,7 +9,7 @@ microseconds for record timestamps.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from operator import itemgetter
 from typing import Any
@@ -129,7 +129,7 @@ class TimeFormat:
     def __repr__(self) -> str:
         return f"TimeFormat({self.text!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (self._fmt, self._date_only))
 
     def _groups(self, text: str) -> tuple[Any, ...]:  # Match.groups(): the form says which
@@ -230,7 +230,7 @@ class TimeFormat:
         return (day_text + time_text + "." + frac.ljust(9, "0"))[:length]
 
 
-def _key(indexes) -> Callable[[tuple[str | None, ...]], object]:
+def _key(indexes: Iterable[int | None]) -> Callable[[tuple[str | None, ...]], object]:
     """A C-speed cache key over the groups at ``indexes`` (those that exist)."""
     present = [i for i in indexes if i is not None]
     if not present:

@@ -121,7 +121,7 @@ def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
             return lambda message, values: values[i]
         what = f"no value for {prop} ({describe(expr)} is NULL)"
 
-        def field_value(message, values: Fields) -> str:
+        def field_value(message: Message, values: Fields) -> str:
             value = values[i]
             if value is None:
                 raise MessageError(what)
@@ -133,7 +133,7 @@ def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
             return lambda message, values: header_value(message.headers, name)
         what = f"no value for {prop} (header {name} is absent)"
 
-        def prop_value(message, values: Fields) -> str:
+        def prop_value(message: Message, values: Fields) -> str:
             value = header_value(message.headers, name)
             if value is None:
                 raise MessageError(what)
@@ -153,7 +153,7 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
         return lambda message, values, now: now
     text_of = compile_value(expr, fields, prop=prop, required=True)
     if isinstance(expr, JmsProp) and jms_header_name(expr.name).lower() == _TIMESTAMP_HEADER:
-        def millis(message, values: Fields, now: int) -> int:
+        def millis(message: Message, values: Fields, now: int) -> int:
             text = text_of(message, values) or ""
             try:
                 return int(text.strip()) * 1000
@@ -163,7 +163,7 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
         return millis
     micros = compile_format(fmt, prop=f"{prop}.format").micros
 
-    def parsed(message, values: Fields, now: int) -> int:
+    def parsed(message: Message, values: Fields, now: int) -> int:
         text = text_of(message, values) or ""
         try:
             return micros(text)
@@ -256,7 +256,7 @@ def _compile_table(common: ParserCommon, fields: FieldIndex, *, prefix: str,
     field_i = (fields.get(sources[0].name)
                if len(sources) == 1 and isinstance(sources[0], Field) else None)
 
-    def table(message, values: Fields) -> str:
+    def table(message: Message, values: Fields) -> str:
         name = values[field_i] if field_i is not None else None
         if name is not None:
             name = name.strip()
@@ -287,7 +287,7 @@ def _coded(expr: Expr, fields: FieldIndex, prop: str, codes: dict[str, Any],
         return lambda message, values: mapper(text_of(message, values))
     i = _field_position(expr, fields, prop)
 
-    def coded(message, values: Fields) -> Any:
+    def coded(message: Message, values: Fields) -> Any:
         found = codes.get(values[i])  # type: ignore[arg-type]  # NULL: no code, the mapper says
         return found if found is not None else mapper(text_of(message, values))
     return coded

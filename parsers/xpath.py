@@ -309,7 +309,7 @@ _SIMPLE = re.compile(rf"(?P<abs>/)?(?:\./)?(?P<steps>{_NCNAME}(?:/{_NCNAME})*)?"
                      rf"(?:(?(steps)/|)(?:@(?P<attr>{_NCNAME})|(?P<text>text\(\))))?")
 
 
-# C901 (complexity) accepted: one specialised closure per recognised path shape (the fast path's point)
+# C901 accepted: one specialised closure per recognised path shape (the fast path's point)
 def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],  # noqa: C901
                                        Callable[[Any, Doc], bool],
                                        Callable[[Any, Doc], str | None]] | None:

@@ -74,7 +74,7 @@ class CodePage:
                 encoding[ord(self.table[byte])] = byte
         object.__setattr__(self, "_encoding_map", encoding)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (code_page, (self.name,))
 
     def decode(self, data: Buffer, errors: str = "strict") -> tuple[str, int]:

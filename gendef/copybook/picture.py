@@ -15,7 +15,7 @@ _PIC_RE = re.compile(r"([A-Za-z9+\-.,*/$0])(?:\(([0-9]+)\))?")
 _SYMBOLS = "XA9SVP.+-Z*,B0/$"
 
 
-# C901 (complexity) accepted: one branch per PIC symbol and rule, in the order the standard gives them
+# C901 accepted: one branch per PIC symbol and rule, in the order the standard gives them
 def parse_picture(text: str, *, file: str | None = None, line: int | None = None,  # noqa: C901
                   column: int | None = None, fld: str | None = None) -> Picture:
     """Classify a PIC string (Cobrix's size rules, STYLE.md §1.2)."""

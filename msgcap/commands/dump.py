@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dump(args: argparse.Namespace, definitions: Definitions | None, gaps: list[tuple[str, str]]) -> None:
+def _dump(args: argparse.Namespace, definitions: Definitions | None,
+          gaps: list[tuple[str, str]]) -> None:
     """Write the records; the gaps the readers found (missing files) are added to ``gaps``."""
     from msgcap.trail import dumpfmt
     from msgcap.trail.reader import TrailReader

@@ -282,7 +282,8 @@ class TableEncoder:
         try:
             return b"".join(map(call, self._encs, values))
         except (ValueError, TypeError, AttributeError, struct.error, UnicodeError) as exc:
-            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values, strict=True)) if _fails(enc, v))
+            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values, strict=True))
+                     if _fails(enc, v))
             col = self.table.columns[i].name
             raise MessageError(f"cannot encode {values[i]!r}: {exc}",
                                position=f"table {self.table.name} column {col}") from None

@@ -24,7 +24,13 @@ from gendef.build import (
     shared_copybook,
     used_header_fields,
 )
-from gendef.copybook import FieldLayout, column_fields, copybook_table_name, normalize_name
+from gendef.copybook import (
+    FieldLayout,
+    RecordLayout,
+    column_fields,
+    copybook_table_name,
+    normalize_name,
+)
 from gendef.model import DATETIME, Column, Definitions, Table
 from gendef.userdefs import user_definitions
 from parsers.decoders import lookup_codec
@@ -214,7 +220,8 @@ def _copybook_plan(settings: Settings, f: FixedSettings, definitions: Definition
     return _plan(settings, f, True, header.name, hlen, head_fields, tables)
 
 
-def _odo(rec, fields: list[tuple[FieldLayout, int]], hlen: int) -> tuple[OdoPlan, ...]:
+def _odo(rec: RecordLayout, fields: list[tuple[FieldLayout, int]],
+         hlen: int) -> tuple[OdoPlan, ...]:
     """Counters of the record's OCCURS DEPENDING ON columns (sourcedefs.md §7.1)."""
     groups: dict[str, list[tuple[int, int]]] = {}
     for i, (x, _) in enumerate(fields):
@@ -223,6 +230,7 @@ def _odo(rec, fields: list[tuple[FieldLayout, int]], hlen: int) -> tuple[OdoPlan
     out = []
     for counter, columns in groups.items():
         c = rec.field(counter)
+        assert c is not None  # the compiler resolved every DEPENDING ON counter
         out.append(OdoPlan(c, hlen + c.offset, tuple(columns)))
     return tuple(out)
 

@@ -187,7 +187,7 @@ class FixedParser(ParserBase[FixedPlan]):
         if x.usage == "DISPLAY":
             text_of = self._text
 
-            def raw(data: bytes, start=x.offset) -> str:
+            def raw(data: bytes, start: int = x.offset) -> str:
                 return text_of(data, start)
             return _HeaderGet(i, h.start, h.end, None, raw)
         decode = decoder_for(x, self._page.name)
@@ -255,7 +255,8 @@ class FixedParser(ParserBase[FixedPlan]):
         raw_ok = self._copybook
 
         def fast(message: Message) -> Op | None:
-            body = message.body
+            # body's class picks the functions (byte_image is set when raw_ok)
+            body: Any = message.body
             cls = body.__class__
             if cls is str:
                 header = header_text
@@ -271,9 +272,8 @@ class FixedParser(ParserBase[FixedPlan]):
                 values = header(body)
                 if values is None:
                     return None
-                # cls picked the header of body's type; byte_image is set when raw_ok
-                image = ((plan.ascii_image if body.isascii() else plan.text_image)(body)  # type: ignore[arg-type]
-                         if cls is str else plan.byte_image(body))  # type: ignore[arg-type, misc]
+                image = ((plan.ascii_image if body.isascii() else plan.text_image)(body)
+                         if cls is str else plan.byte_image(body))  # type: ignore[misc]
                 if image is None:
                     return None
                 op = Op(plan.table, optype,
