@@ -14,6 +14,7 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 from gendef.durable import atomic_write
 from gendef.model import Column, Definitions, DefsHeader, Table
@@ -142,7 +143,9 @@ class _Reader:
         if not tables:
             raise self.error("no table definitions ('Definition for table NAME')",
                              len(self.lines))
-        return Definitions(tuple(tables), DefsHeader(**header, extra=tuple(extra)))
+        # the keys are DefsHeader fields; only timezone may be None (read_header)
+        fields = cast("dict[str, Any]", header)
+        return Definitions(tuple(tables), DefsHeader(**fields, extra=tuple(extra)))
 
     def read_header(self) -> tuple[dict[str, str | None], list[tuple[str, str]]]:
         """The version line, the creation comment and ``Key: value`` lines before table 1."""

@@ -12,6 +12,7 @@ both ``gendef`` and ``msgcap`` can use it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
@@ -77,10 +78,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     if sync_dir:
         fsync_dir(directory or ".")

@@ -44,7 +44,7 @@ class _PrintableFormatter(logging.Formatter):
 
 
 class _UtcFormatter(_PrintableFormatter):
-    converter = time.gmtime
+    converter = staticmethod(time.gmtime)
     default_msec_format = "%s.%03dZ"
 
 

@@ -6,10 +6,14 @@ writes (§6.2) and the slot rule that yields fetch offsets and record lengths (�
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from props.errors import DefinitionError
+
+if TYPE_CHECKING:
+    from gendef.copybook.model import Copybook
 
 # GoldenGate type codes (sourcedefs.md §4).
 CHAR = 0
@@ -69,10 +73,12 @@ class Column:
     def from_fields(cls, name: str, values: list[int] | tuple[int, ...]) -> Column:
         """Build from fields 2–19 (DEFGEN 2.0) or 2–24; 2.0 columns get §6.2's fields 20–24."""
         if len(values) == 18:
-            col = cls(name, *values[:16], bool(values[16]), values[17])
+            fields = (*values[:16], bool(values[16]), values[17])
+            col = cls(name, *fields)
             return replace(col, native_type=default_native_type(col))
         if len(values) == 23:
-            return cls(name, *values[:16], bool(values[16]), *values[17:])
+            fields = (*values[:16], bool(values[16]), *values[17:])
+            return cls(name, *fields)
         raise ValueError(f"column {name}: {len(values) + 1} fields (expected 19 or 24)")
 
     # -- derived facts -------------------------------------------------------------------------
@@ -243,7 +249,7 @@ class Definitions:
     header: DefsHeader = DefsHeader()
     # The compiled copybook the tables came from (copybook mode): the parser reuses it instead
     # of compiling the file again (gendef.build.shared_copybook).
-    copybook: Any = field(default=None, compare=False, repr=False)
+    copybook: Copybook | None = field(default=None, compare=False, repr=False)
     _by_name: dict[str, Table] = field(default_factory=dict, compare=False, repr=False)
     _by_upper: dict[str, Table | None] = field(default_factory=dict, compare=False, repr=False)
 
@@ -265,7 +271,7 @@ class Definitions:
     def __contains__(self, name: str) -> bool:
         return self.get(name) is not None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Table]:
         return iter(self.tables)
 
     def __len__(self) -> int:

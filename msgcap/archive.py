@@ -13,25 +13,29 @@ import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, BinaryIO
 
 from gendef.durable import fsync_dir
 from msgcap.dumps import entry_line
 from parsers.model import Message
 from props.errors import SourceError
 
+if TYPE_CHECKING:
+    from props.settings import SyncMode
+
 
 class Archive:
     """Appends dump entries; ``flush_durable`` writes (and, unless ``sync='none'``, fsyncs)."""
 
     def __init__(self, directory: str, extract: str, *, megabytes: int = 100,
-                 sync: str = "batch", clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+                 sync: SyncMode = "batch", clock: Callable[[], datetime] = lambda: datetime.now(UTC)
                  ) -> None:
         self.directory = directory
         self.extract = extract
         self.limit = megabytes * 1024 * 1024
         self.sync = sync
         self._clock = clock
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._day = ""
         self._size = 0
         self._dirty = False
@@ -47,6 +51,7 @@ class Archive:
         if self._fh is None or day != self._day or (self._size and
                                                     self._size + len(line) > self.limit):
             self._next_file(day)
+        assert self._fh is not None  # (_next_file opened one)
         try:
             self._fh.write(line)
         except OSError as exc:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gendef.model import Table
 from msgcap.msgid import IdWidthError
@@ -52,6 +52,9 @@ from parsers.model import (
 from props.errors import MessageError
 from props.text import quoted
 
+if TYPE_CHECKING:
+    from props.settings import Settings
+
 _TXIND_NAMES = {TX_BEGIN: "begin", TX_MIDDLE: "middle", TX_END: "end", TX_WHOLE: "whole"}
 _OP_NAMES = {INSERT: "insert", UPDATE: "update", DELETE: "delete", TRUNCATE: "truncate"}
 
@@ -70,10 +73,22 @@ class ImageRules:
     pk_updates: bool = True
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ImageRules:
+    def from_settings(cls, settings: Settings) -> ImageRules:
         trail = settings.trail
         return cls(trail.compressupdates, trail.getupdatebefores, trail.compressdeletes,
                    settings.parser_type != "delim")
+
+
+class TrailMark(Protocol):
+    """The trail's last complete transaction, as the writer's ``Recovery`` and the
+    ``TrailWriter`` itself (after writing) both tell it; None fields: an empty trail."""
+
+    @property
+    def last_seqid(self) -> str | None: ...
+    @property
+    def last_audit_pos(self) -> int | None: ...
+    @property
+    def last_txid(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +103,7 @@ class Restart:
     last_txid: str | None = None
 
     @classmethod
-    def from_recovery(cls, recovery: Any) -> Restart:
+    def from_recovery(cls, recovery: TrailMark | None) -> Restart:
         if recovery is None:
             return cls()
         return cls(getattr(recovery, "last_seqid", None) or None,
@@ -405,6 +420,7 @@ class Assembler:
         name = message.name
         holder: _OpenTx | None = None  # the last written transaction holding one of our ops
         written = 0
+        tx: _OpenTx | None
         if ops[0].txind is None:
             if self._open is not None:
                 raise MessageError(
@@ -434,7 +450,7 @@ class Assembler:
                                        position=_where(op, "txind"))
                 tx = self._open
                 begun = False
-                if ind == TX_BEGIN or ind == TX_WHOLE:
+                if ind in (TX_BEGIN, TX_WHOLE):
                     if tx is not None:
                         raise MessageError(
                             f"txind {_TXIND_NAMES[ind]} while transaction {tx.txid} (begun in "
@@ -442,7 +458,7 @@ class Assembler:
                             position=_where(op, "txind"))
                     tx = self._open = self._begin(op, name)
                     begun = True
-                elif ind == TX_MIDDLE or ind == TX_END:
+                elif ind in (TX_MIDDLE, TX_END):
                     if tx is None:
                         raise MessageError(
                             f"txind {_TXIND_NAMES[ind]} without an open transaction",
@@ -458,7 +474,7 @@ class Assembler:
                 written += n
                 if n:
                     holder = tx
-                if ind == TX_END or ind == TX_WHOLE:
+                if ind in (TX_END, TX_WHOLE):
                     self._open = None
                     self._complete(tx, out)
         if written == 0:
@@ -483,13 +499,10 @@ class Assembler:
             return False
         first = ops[0]
         ind = first.txind
-        if ((ind == TX_MIDDLE or ind == TX_END) and first.txid == tx.given_txid
+        if (ind in (TX_MIDDLE, TX_END) and first.txid == tx.given_txid
                 and (tx.skipping or first.txid is not None)):
             return False
-        for op in ops:
-            if not _is_written(op, base):
-                return False
-        return True
+        return all(_is_written(op, base) for op in ops)
 
     def _begin(self, op: Op, name: str) -> _OpenTx:
         last = self._last
@@ -555,9 +568,7 @@ class ImageRecords:
             info = self._table_info(table)
         keys, declared = info[1], info[2]
         if optype == INSERT:
-            after = op.after
-            if after is None:
-                _image(op, after, "after")  # raises
+            after = _image(op, op.after, "after")  # (raises when there is none)
             if declared:
                 for i in keys:
                     if after[i] is MISSING:
@@ -570,10 +581,7 @@ class ImageRecords:
             before = _image(op, op.before if op.before is not None else op.after, "before")
             if declared:
                 _check_keys(op, before, keys)
-            if self.rules.compress_deletes:
-                values = _only(before, keys)
-            else:
-                values = before
+            values = _only(before, keys) if self.rules.compress_deletes else before
             return [TrailRecord(table, IOTYPE_DELETE, "B", op.timestamp, seqid, op.ordinal,
                                 values)]
         if optype == TRUNCATE:
@@ -603,7 +611,7 @@ class ImageRecords:
             iotype = IOTYPE_UPDATE
             values = after
         key_before = None
-        if pk_change:
+        if pk_change and before is not None:  # (a key change needs before values)
             if not rules.pk_updates:
                 changed = next(table.columns[i].name for i in keys
                                if before[i] is not MISSING and before[i] != after[i])

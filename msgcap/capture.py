@@ -42,12 +42,13 @@ transaction are released (acknowledged) with the transaction, from ``_held``, no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gendef.durable import fsync_parent
 from msgcap.archive import Archive
@@ -58,6 +59,12 @@ from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
 from parsers.model import Message
 from props.errors import MessageError, MsgcapError
+
+if TYPE_CHECKING:
+    from msgcap.assembler import Assembled, Assembler
+    from msgcap.trail.records import Position
+    from msgcap.trail.writer import TrailWriter
+    from props.settings import SyncMode
 
 log = logging.getLogger("msgcap.capture")
 
@@ -72,10 +79,11 @@ STREAM_AT = 1000  # records of an open transaction held in memory before a part 
 class Capture:
     """One capture run; ``run()`` returns when stopped, idle or on an error (raised)."""
 
-    def __init__(self, source: Source, pipeline: Pipeline, writer: Any, *, sync: str = "batch",
+    def __init__(self, source: Source, pipeline: Pipeline, writer: TrailWriter, *,
+                 sync: SyncMode = "batch",
                  checkpoint: CheckpointFile | None = None, archive: Archive | None = None,
                  reporter: Reporter | None = None, max_idle: float | None = None,
-                 stop_grace: float = 30.0, restart: Callable[[], Any] | None = None,
+                 stop_grace: float = 30.0, restart: Callable[[], Assembler] | None = None,
                  spill_path: str | None = None, spill_at: int | None = None,
                  stream_at: int | None = STREAM_AT,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -95,7 +103,7 @@ class Capture:
         self.capturing = False
         self.trail_bytes = 0
         self.redeliveries = 0
-        self._last_pos: Any = None
+        self._last_pos: Position | None = None
         self._done: list[Message] = []
         self._discarded: list[Message] = []
         self._group_txs = 0
@@ -245,7 +253,7 @@ class Capture:
                 or (window is not None and len(self._done) + len(self._discarded) >= window)):
             self._flush()
 
-    def _release_held(self, written: list[tuple[Any, Any]]) -> None:
+    def _release_held(self, written: list[tuple[Assembled, Position]]) -> None:
         """The open transaction ended: its held messages go with it (those of parts written
         before its end are in no ``Assembled``; spilled ones are acknowledged already)."""
         listed = {id(m) for done, _ in written for m in done.messages}
@@ -266,7 +274,7 @@ class Capture:
             return
         log.info("removed the written parts of the open transaction from the trail")
 
-    def _count_bytes(self, position: Any) -> None:
+    def _count_bytes(self, position: Position) -> None:
         last = self._last_pos
         if last is not None and last.seqno == position.seqno:
             self.trail_bytes += position.rba - last.rba
@@ -311,6 +319,7 @@ class Capture:
         if self._done or self._discarded:
             self._flush()
         held, self._held = self._held, []
+        assert self.spill_path is not None  # (the caller checked)
         try:
             with open(self.spill_path, "a", encoding="utf-8") as fh:
                 fh.writelines(entry_line(m, id=raw) for m, raw in held)
@@ -330,10 +339,9 @@ class Capture:
             m.body, m.headers = b"", {}
 
     def _drop_spill(self) -> None:
-        try:
+        assert self.spill_path is not None  # (something was spilled)
+        with contextlib.suppress(FileNotFoundError):
             os.remove(self.spill_path)
-        except FileNotFoundError:
-            pass
         self._journaled.clear()
         fsync_parent(self.spill_path)
         self._spilled = False

@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
-from typing import Any
+from typing import IO, Any
 
 from parsers.model import Message
 from props.errors import SourceError
@@ -178,7 +178,7 @@ def line_messages(data: bytes, name: str, path: str, numbers: Iterator[str]
     where N is the line's number, taken from ``numbers`` one per line (empty ones too).
     """
     name_at, path_at = f"{name}:", f"{path}:"
-    for (index, body), n in zip(enumerate(split_lines(data)), numbers):
+    for (index, body), n in zip(enumerate(split_lines(data)), numbers, strict=False):
         if body:
             yield index, Message(name_at + n, {}, body, None, path_at + n)
 
@@ -288,7 +288,7 @@ def text_or_bytes(data: bytes) -> str | bytes:
         return data
 
 
-def _open(path: str, mode: str):
+def _open(path: str, mode: str) -> IO[Any]:
     try:
         return open(path, mode)
     except OSError as exc:

@@ -38,9 +38,10 @@ class IdWidthError(MsgcapError):
         ``width`` characters when only the width is known)."""
         if width is None and previous is not None:
             width = len(previous)
+        # (no previous id: only the width was recovered, from a trail of another jms.id mode)
+        before = f"previous id {quoted(previous)}, " if previous is not None else ""
         return cls(f"message {name}: id width changed from {width} to {len(ident)} "
-                   f"(previous id {quoted(previous)}, new id {quoted(ident)}); jms.id ids must "
-                   "be fixed-width")
+                   f"({before}new id {quoted(ident)}); jms.id ids must be fixed-width")
 
 
 def id_function(mode: str) -> IdFunction:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from itertools import islice
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from gendef.durable import fsync_parent
 from msgcap import dumps
@@ -24,6 +24,11 @@ from msgcap.trail.records import Position, TrailTransaction
 from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
+
+if TYPE_CHECKING:
+    from gendef.model import Definitions
+    from msgcap.trail.writer import Recovery
+    from props.settings import ErrorPolicy, Settings
 
 OP_LABELS = {"I": "insert", "U": "update", "D": "delete", "T": "truncate"}
 
@@ -204,7 +209,7 @@ class Pipeline:
     """
 
     def __init__(self, parser: Parser, assembler: Assembler, writer: Writer, ids: MessageIds,
-                 *, policy: str = "abend", discard: DiscardFile | None = None,
+                 *, policy: ErrorPolicy = "abend", discard: DiscardFile | None = None,
                  stats: Stats | None = None) -> None:
         if policy not in ("abend", "discard"):
             raise ValueError(f"error policy {policy!r}")
@@ -275,6 +280,7 @@ class Pipeline:
             return self.reject(message, exc.located(message.name), raw_id)
         if outcome is not None:
             return self._write(message, raw_id, outcome)
+        assert done is not None  # (add_single's transaction)
         try:
             position = self.writer.write_transaction(done.tx)
         except MessageError as exc:
@@ -353,8 +359,8 @@ class Pipeline:
         return result
 
 
-def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
-                   definitions: Any = None, parser: Parser | None = None,
+def build_pipeline(settings: Settings, writer: Writer, recovery: Recovery | None = None, *,
+                   definitions: Definitions | None = None, parser: Parser | None = None,
                    last_message_id: str | None = None, discard_sync: bool = False) -> Pipeline:
     """A Pipeline as ``settings`` configure it, continuing from the writer's ``recovery``.
 
@@ -383,7 +389,7 @@ def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
     return pipeline
 
 
-def write_trail_defs(settings: Any, definitions: Any) -> str | None:
+def write_trail_defs(settings: Settings, definitions: Definitions) -> str | None:
     """``trail.defs``: write the definitions in use next to the trail (temp file + rename)."""
     path = settings.trail.defs
     if not path:

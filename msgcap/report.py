@@ -54,10 +54,10 @@ class Reporter:
 
     def tick(self) -> None:
         """Report if an interval is due (cheap: called once per loop iteration)."""
-        by_records = bool(self.every_records) and (
-            self.stats.messages - self._last.messages >= self.every_records)
-        by_time = bool(self.every_seconds) and (
-            self._clock() - self._last_time >= self.every_seconds)
+        by_records = bool(self.every_records and (
+            self.stats.messages - self._last.messages >= self.every_records))
+        by_time = bool(self.every_seconds and (
+            self._clock() - self._last_time >= self.every_seconds))
         if by_records or by_time:
             self.emit(self.report())
 

@@ -17,7 +17,7 @@ again from the plan on the other side.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from gendef.model import Definitions
 from parsers.model import Message, Op
@@ -39,18 +39,21 @@ class Parser(Protocol):
     def parse(self, message: Message) -> list[Op]: ...
 
 
-class ParserBase:
+PlanT = TypeVar("PlanT")  # a parser's plan: FixedPlan, DelimPlan, XmlPlan
+
+
+class ParserBase(Generic[PlanT]):
     """A runtime over ``plan``; subclasses compile the plan in ``compile_plan`` and build their
     runtime from it in ``__init__`` (after calling this one)."""
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: PlanT) -> None:
         self.plan = plan
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.plan,))
 
     @classmethod
-    def compile_plan(cls, settings: Settings, definitions: Definitions) -> Any:
+    def compile_plan(cls, settings: Settings, definitions: Definitions) -> PlanT:
         """The plan of this parser for ``settings`` (reads any file the settings name)."""
         raise NotImplementedError
 

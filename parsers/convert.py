@@ -192,7 +192,7 @@ def compile_row(converters: Sequence[Converter], skip: int = 0, *, table: str
         t, c = f"t{i}", f"c{i}"
         names.append(t)
         space[c] = convert
-        kind = getattr(convert, "inline", None)
+        kind: tuple[Any, ...] = getattr(convert, "inline", None) or ()
         tag = kind[0] if kind else None
         if tag == "max":
             items.append(f"{t} if {t} is None or len({t}) <= {kind[1]} else {c}({t})")

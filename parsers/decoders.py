@@ -352,7 +352,8 @@ def _float_decoder(field: FieldLayout, options: DecodeOptions,
 Encoder = Callable[[Value], bytes]
 
 
-def encoder_for(field: FieldLayout, encoding: str = "ascii", *,
+# C901 accepted: one encoder closure per usage × kind, as decoder_for picks its decoders
+def encoder_for(field: FieldLayout, encoding: str = "ascii", *,  # noqa: C901
                 options: DecodeOptions = DEFAULT_OPTIONS) -> Encoder:
     """The bytes of a value for one field, so that ``decoder_for`` reads the value back."""
     info = lookup_codec(encoding)
@@ -373,6 +374,8 @@ def encoder_for(field: FieldLayout, encoding: str = "ascii", *,
     exp = field.effective_scale
 
     def unscaled(value: Value) -> int:
+        if value is None:  # DISPLAY writes NULL as blanks; a binary number has no NULL
+            raise fail("NULL has no binary form")
         if field.scale_factor > 0:
             q, r = divmod(int(value), 10 ** field.scale_factor)
             if r or Decimal(value) != int(value):

@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from gendef.model import Definitions, Table
 from parsers.base import ParserBase
@@ -81,7 +81,7 @@ class Dialect:
                 ("delim.linedelim.escaped", linedelim_escaped, linedelim),
                 ("delim.quote.escaped", quote_escaped or quote * 2, quote),
                 ("delim.nullindicator.escaped", nullindicator_escaped, nullindicator)):
-            if seq is None:
+            if seq is None or meaning is None:  # (no nullindicator: no escaped one, above)
                 continue
             if not seq:
                 raise PropertyError("empty value", prop=prop)
@@ -104,8 +104,9 @@ class Dialect:
                    and quote_escaped in (None, quote * 2) and fielddelim != quote
                    and "\r" not in fielddelim + quote)
         self._quoted_null = f"{quote}{nullindicator}{quote}" if nullindicator else None
-        self._csv_args = ({"delimiter": fielddelim, "quotechar": quote, "doublequote": True,
-                           "strict": True} if classic else None)
+        self._csv_args: dict[str, Any] | None = (
+            {"delimiter": fielddelim, "quotechar": quote, "doublequote": True, "strict": True}
+            if classic else None)
         self._token = self._tokenizer(ordered)
         # one-line quoted bodies: one csv.reader kept, fed a line at a time (see _csv_line)
         self._csv_feed: list[str] = []
@@ -173,7 +174,7 @@ class Dialect:
                 for seq in scan_unquoted:
                     if seq in body:
                         return None
-                values = body.split(fielddelim)
+                values = cast(Record, body.split(fielddelim))
             if (null in body if null else True) and null in values:  # the text first: C speed
                 values = [None if v == null else v for v in values]
             if plain:
@@ -189,7 +190,7 @@ class Dialect:
             return None
         return csv.reader(iter(self._csv_feed.pop, None), **self._csv_args)
 
-    def _csv_line(self, body: str) -> list[str] | None:
+    def _csv_line(self, body: str) -> Record | None:
         """``_csv_rows`` of a one-line body, by the kept reader: no reader built per message.
 
         A line csv cannot finish (an open quote asks for the next line: the empty feed raises
@@ -226,7 +227,7 @@ class Dialect:
             if last:
                 lines.append(last)  # no line delimiter follows it: a \r there is data
             fd = self.fielddelim
-            rows = [line.split(fd) if line else [] for line in lines]
+            rows = [cast(Record, line.split(fd)) if line else [] for line in lines]
         null = self.nullindicator
         null_text = "" if null is None else null
         # escapes sharing a delimiter character are absent here (else: the tokenizer)
@@ -241,7 +242,7 @@ class Dialect:
             records.append(values)
         return records
 
-    def _csv_rows(self, body: str) -> list[list[str]] | None:
+    def _csv_rows(self, body: str) -> list[Record] | None:
         """Rows by ``csv.reader`` when it reads this body exactly as §5.1 does, else None.
 
         That holds for one-character delimiter and quote, ``\\n`` lines without ``\\r``, no
@@ -255,7 +256,7 @@ class Dialect:
         # one line (a message per record) needs no line iterator
         lines = [body] if body.find("\n") in (-1, len(body) - 1) else io.StringIO(body, newline="")
         try:
-            return list(csv.reader(lines, **csv_args))
+            return cast("list[Record]", list(csv.reader(lines, **csv_args)))
         except csv.Error:
             return None  # the tokenizer reports the error with its position
 
@@ -269,6 +270,7 @@ class Dialect:
         pos, end = 0, len(body)
         while True:
             m = match(body, pos)
+            assert m is not None  # the tokenizer matches at every position
             value = m.group("q")
             if value is None:
                 value = m.group("u")
@@ -321,7 +323,7 @@ class DelimPlan:
     definitions: Definitions
 
 
-class DelimParser(ParserBase):
+class DelimParser(ParserBase[DelimPlan]):
     """``parser.type=delim``: one Op per record, in message order."""
 
     @classmethod
@@ -387,7 +389,7 @@ class DelimParser(ParserBase):
         body = message.body
         if type(body) is not str:
             try:
-                body = body.decode("utf-8")
+                body = cast(bytes, body).decode("utf-8")
             except UnicodeDecodeError as error:
                 raise MessageError(f"body is not UTF-8 text ({error.reason} at byte "
                                    f"{error.start})", source=message.name) from None
@@ -448,7 +450,8 @@ class DelimParser(ParserBase):
                     if len(by_text) >= 1024:
                         by_text.clear()
                     by_text[text] = plan
-            optype = codes.get(values[optype_field]) if codes is not None else None
+            optype = (codes.get(values[optype_field])  # type: ignore[arg-type]  # NULL: no code
+                      if codes is not None and optype_field is not None else None)
             if optype is None:
                 optype = optype_of(message, values)
             if optype == TRUNCATE:
@@ -551,13 +554,14 @@ class DelimParser(ParserBase):
         """
         converters = plan.converters
         try:
-            if same_texts is None:
-                out = [None if t is None else c(t) for c, t in zip(converters, texts)]
+            if same_texts is None or same is None:
+                out = [None if t is None else c(t)
+                       for c, t in zip(converters, texts, strict=False)]  # (groups, below)
             else:
                 out = [same[i] if t == same_texts[i] else None if t is None else c(t)
-                       for i, (c, t) in enumerate(zip(converters, texts))]
+                       for i, (c, t) in enumerate(zip(converters, texts, strict=False))]
         except MessageError:
-            for i, (c, t) in enumerate(zip(converters, texts)):
+            for i, (c, t) in enumerate(zip(converters, texts, strict=False)):
                 try:
                     if t is not None:
                         c(t)

@@ -12,7 +12,7 @@ trail stores for the column's definition type (properties.md §2.5), so encoders
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from gendef.model import Table
 
@@ -26,12 +26,12 @@ class _Missing:
     def __new__(cls) -> Self:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
-        return cls._instance
+        return cast(Self, cls._instance)  # the one instance (the class has no subclasses)
 
     def __repr__(self) -> str:
         return "MISSING"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (_Missing, ())
 
     def __bool__(self) -> bool:

@@ -9,9 +9,10 @@ microseconds for record timestamps.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from operator import itemgetter
+from typing import Any
 
 from props.errors import MessageError, PropertyError
 from props.text import quoted
@@ -128,10 +129,10 @@ class TimeFormat:
     def __repr__(self) -> str:
         return f"TimeFormat({self.text!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (self._fmt, self._date_only))
 
-    def _groups(self, text: str) -> tuple[str | None, ...]:
+    def _groups(self, text: str) -> tuple[Any, ...]:  # Match.groups(): the form says which
         m = self._match(text)
         if m is None:
             m = self._match(text.strip())
@@ -139,7 +140,7 @@ class TimeFormat:
                 raise MessageError(f"value {quoted(text)} does not match the date format {self.text}")
         return m.groups()
 
-    def _date(self, g: tuple[str | None, ...], text: str) -> tuple[int, str]:
+    def _date(self, g: tuple[Any, ...], text: str) -> tuple[int, str]:
         """(µs of 00:00 of the day since the epoch, ``YYYY-MM-DD``), validated and cached."""
         key = self._date_key(g)
         found = self._dates.get(key)
@@ -147,7 +148,8 @@ class TimeFormat:
             iy, imo, idd, iyy = (self._index[i] for i in (_YEAR, _MONTH, _DAY, _YY))
             if iy is not None:
                 year = int(g[iy])
-            else:
+            else:  # a form without the year has yy
+                assert iyy is not None
                 yy = int(g[iyy])
                 year = 2000 + yy if yy < 50 else 1900 + yy
             month = int(g[imo]) if imo is not None else 1
@@ -207,9 +209,9 @@ class TimeFormat:
                         pass  # the error names the whole text: the general path reports it
             g = self._groups(text)
             found = self._date(g, text)[0] + self._time(g, text)[0]
-            frac = g[self._frac] if self._frac is not None else None
-            if frac:
-                found += int(frac[:6].ljust(6, "0"))
+            fraction = g[self._frac] if self._frac is not None else None
+            if fraction:
+                found += int(fraction[:6].ljust(6, "0"))
             if len(self._values) >= _VALUE_CACHE_SIZE:
                 self._values.clear()
             self._values[text] = found
@@ -228,7 +230,7 @@ class TimeFormat:
         return (day_text + time_text + "." + frac.ljust(9, "0"))[:length]
 
 
-def _key(indexes) -> Callable[[tuple[str | None, ...]], object]:
+def _key(indexes: Iterable[int | None]) -> Callable[[tuple[str | None, ...]], object]:
     """A C-speed cache key over the groups at ``indexes`` (those that exist)."""
     present = [i for i in indexes if i is not None]
     if not present:

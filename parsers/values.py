@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast, overload
 
+from parsers.model import Message
 from parsers.opmap import optype_codes, optype_mapper, txind_codes, txind_mapper
 from parsers.timefmt import compile_format
 from props.errors import MessageError, PropertyError
@@ -30,7 +31,7 @@ from props.settings import ParserCommon
 from props.text import quoted
 
 Fields = Sequence[str | None]
-Getter = Callable[[object, Fields], str | None]
+Getter = Callable[[Message, Fields], str | None]
 
 _TIMESTAMP_HEADER = "timestamp"
 
@@ -120,7 +121,7 @@ def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
             return lambda message, values: values[i]
         what = f"no value for {prop} ({describe(expr)} is NULL)"
 
-        def field_value(message, values: Fields) -> str:
+        def field_value(message: Message, values: Fields) -> str:
             value = values[i]
             if value is None:
                 raise MessageError(what)
@@ -132,7 +133,7 @@ def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
             return lambda message, values: header_value(message.headers, name)
         what = f"no value for {prop} (header {name} is absent)"
 
-        def prop_value(message, values: Fields) -> str:
+        def prop_value(message: Message, values: Fields) -> str:
             value = header_value(message.headers, name)
             if value is None:
                 raise MessageError(what)
@@ -142,7 +143,7 @@ def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
 
 
 def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
-                      prop: str) -> Callable[[object, Fields, int], int]:
+                      prop: str) -> Callable[[Message, Fields, int], int]:
     """A getter ``(message, fields, now_us) -> µs since the epoch`` for a timestamp item.
 
     ``*ts`` is the parse time passed in; the ``timestamp`` header is epoch milliseconds and
@@ -152,8 +153,8 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
         return lambda message, values, now: now
     text_of = compile_value(expr, fields, prop=prop, required=True)
     if isinstance(expr, JmsProp) and jms_header_name(expr.name).lower() == _TIMESTAMP_HEADER:
-        def millis(message, values: Fields, now: int) -> int:
-            text = text_of(message, values)
+        def millis(message: Message, values: Fields, now: int) -> int:
+            text = text_of(message, values) or ""
             try:
                 return int(text.strip()) * 1000
             except ValueError:
@@ -162,8 +163,8 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
         return millis
     micros = compile_format(fmt, prop=f"{prop}.format").micros
 
-    def parsed(message, values: Fields, now: int) -> int:
-        text = text_of(message, values)
+    def parsed(message: Message, values: Fields, now: int) -> int:
+        text = text_of(message, values) or ""
         try:
             return micros(text)
         except MessageError as error:
@@ -185,12 +186,12 @@ class HeaderItems:
     ``seqid`` returns ``message.id`` (``$jmsid``) — so parsers may skip those calls.
     """
 
-    table: Callable[[object, Fields], str]
-    optype: Callable[[object, Fields], str]
-    timestamp: Callable[[object, Fields, int], int]
+    table: Callable[[Message, Fields], str]
+    optype: Callable[[Message, Fields], str]
+    timestamp: Callable[[Message, Fields, int], int]
     seqid: Getter
     txid: Getter
-    txind: Callable[[object, Fields], int] | None
+    txind: Callable[[Message, Fields], int] | None
     txname: Getter
     txowner: Getter
     used: frozenset[int]
@@ -201,6 +202,11 @@ class HeaderItems:
     seqid_is_id: bool = False
 
 
+@overload
+def _default(configured: Expr | None, fields: FieldIndex, name: str, fallback: Expr) -> Expr: ...
+@overload
+def _default(configured: Expr | None, fields: FieldIndex, name: str,
+             fallback: None) -> Expr | None: ...
 def _default(configured: Expr | None, fields: FieldIndex, name: str,
              fallback: Expr | None) -> Expr | None:
     if configured is not None:
@@ -209,14 +215,14 @@ def _default(configured: Expr | None, fields: FieldIndex, name: str,
 
 
 def compile_table(common: ParserCommon, fields: FieldIndex, *,
-                  prefix: str) -> tuple[Callable[[object, Fields], str], list[Expr]]:
+                  prefix: str) -> tuple[Callable[[Message, Fields], str], list[Expr]]:
     """The table-name getter (§3.2, §3.5) and the expressions it reads."""
     table, exprs, _ = _compile_table(common, fields, prefix=prefix)
     return table, exprs
 
 
 def _compile_table(common: ParserCommon, fields: FieldIndex, *, prefix: str,
-                   ) -> tuple[Callable[[object, Fields], str], list[Expr], int | None]:
+                   ) -> tuple[Callable[[Message, Fields], str], list[Expr], int | None]:
     """``compile_table``, plus the header-field position the name is read from when that is its
     one source (else None).
 
@@ -250,14 +256,14 @@ def _compile_table(common: ParserCommon, fields: FieldIndex, *, prefix: str,
     field_i = (fields.get(sources[0].name)
                if len(sources) == 1 and isinstance(sources[0], Field) else None)
 
-    def table(message, values: Fields) -> str:
+    def table(message: Message, values: Fields) -> str:
         name = values[field_i] if field_i is not None else None
         if name is not None:
             name = name.strip()
         elif len(parts) == 1:
-            name = parts[0](message, values).strip()
+            name = (parts[0](message, values) or "").strip()
         else:
-            name = "".join(part(message, values).rstrip() for part in parts).strip()
+            name = "".join((part(message, values) or "").rstrip() for part in parts).strip()
         if not name:
             raise MessageError(f"{prop}: empty table name")
         if "." in name:
@@ -271,16 +277,18 @@ def _compile_table(common: ParserCommon, fields: FieldIndex, *, prefix: str,
 
 
 def _coded(expr: Expr, fields: FieldIndex, prop: str, codes: dict[str, Any],
-           mapper: Callable[[str], Any]) -> Callable[[object, Fields], Any]:
+           mapper: Callable[[str], Any]) -> Callable[[Message, Fields], Any]:
     """Optype/txind getter: a header field's exact code by one dict lookup, else the mapper
     (trimming, errors)."""
-    text_of = compile_value(expr, fields, prop=prop, required=True)
+    # required: never None for the expressions an optype or txind accepts
+    text_of = cast("Callable[[Message, Fields], str]",
+                   compile_value(expr, fields, prop=prop, required=True))
     if not isinstance(expr, Field):
         return lambda message, values: mapper(text_of(message, values))
-    i = fields.get(expr.name)
+    i = _field_position(expr, fields, prop)
 
-    def coded(message, values: Fields) -> Any:
-        found = codes.get(values[i])
+    def coded(message: Message, values: Fields) -> Any:
+        found = codes.get(values[i])  # type: ignore[arg-type]  # NULL: no code, the mapper says
         return found if found is not None else mapper(text_of(message, values))
     return coded
 
@@ -313,7 +321,9 @@ def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> H
 
     exprs = [*table_exprs, optype_expr, timestamp_expr, seqid_expr, txid_expr, txind_expr,
              common.txname, common.txowner]
-    used = frozenset(fields.get(e.name) for e in exprs if isinstance(e, Field))
+    # (a field that is not there fails when its getter is compiled, below)
+    positions = (fields.get(e.name) for e in exprs if isinstance(e, Field))
+    used = frozenset(i for i in positions if i is not None)
     return HeaderItems(
         table=table,
         optype=optype,

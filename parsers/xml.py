@@ -151,7 +151,7 @@ class _Compiler:
                 raise _prop_error(exc.reason, rule, "timestamp.format") from None
 
             def from_xpath(node: Any, st: _State) -> int:
-                text = text_of(node, st)
+                text = text_of(node, st) or ""  # (required: never None)
                 try:
                     return micros(text)
                 except MessageError as exc:
@@ -209,7 +209,7 @@ def _mapped(c: _Compiler, rule: Rule, attr: str, expr: Expr,
 
     def mapped(node: Any, st: _State) -> Any:
         try:
-            return mapper(text(node, st))
+            return mapper(text(node, st) or "")
         except MessageError as exc:
             if exc.position:
                 raise
@@ -315,7 +315,7 @@ class XmlPlan:
     definitions: Definitions
 
 
-class XmlParser(ParserBase):
+class XmlParser(ParserBase[XmlPlan]):
     """Message → operations by the XML rules; pickles as its plan, compiled again on load."""
 
     @classmethod
@@ -409,7 +409,7 @@ class XmlParser(ParserBase):
         name_of = c.text(rule, attr, expr, required=True)
 
         def table(node: Any, st: _State) -> str:
-            name = name_of(node, st).strip()
+            name = (name_of(node, st) or "").strip()
             if not name:
                 raise _error("empty table name", rule, attr, expr)
             if "." in name:
@@ -527,6 +527,7 @@ class XmlParser(ParserBase):
     def _op(self, r: _OpRule, node: Any, st: _State, ctx: _Inherited,
             txind: int | None) -> Op:
         rule = r.rule
+        assert r.table is not None and r.optype is not None  # an emitting rule has both
         name = r.table(node, st)
         table = self.definitions.get(name)
         if table is None:
@@ -607,6 +608,7 @@ class XmlParser(ParserBase):
                 raise _error(f"column {name!r} is index {index} of {table.name}, not {given} "
                              f"({table.columns[given].name})", rule, "index", rule.index)
             index = given
+        assert index is not None  # name or index selected one (else refused above)
         return index
 
 

@@ -309,7 +309,8 @@ _SIMPLE = re.compile(rf"(?P<abs>/)?(?:\./)?(?P<steps>{_NCNAME}(?:/{_NCNAME})*)?"
                      rf"(?:(?(steps)/|)(?:@(?P<attr>{_NCNAME})|(?P<text>text\(\))))?")
 
 
-def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],
+# C901 accepted: one specialised closure per recognised path shape (the fast path's point)
+def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],  # noqa: C901
                                        Callable[[Any, Doc], bool],
                                        Callable[[Any, Doc], str | None]] | None:
     """Plain child paths run on lxml's element API (same results as libxml2's XPath, several

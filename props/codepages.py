@@ -24,6 +24,10 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 UNDEFINED = "\ufffe"  # a byte without a character (charmap_decode's convention)
 
@@ -58,22 +62,22 @@ class CodePage:
     name: str
     table: str
     ebcdic: bool
-    _encoding_map: object = field(default=None, compare=False, repr=False)
+    _encoding_map: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.table) != 256:
             raise ValueError(f"code page {self.name}: {len(self.table)} entries, not 256")
         # character → its first byte (a few pages hold a character twice)
-        encoding = {}
+        encoding: dict[int, int] = {}
         for byte in range(255, -1, -1):
             if self.table[byte] != UNDEFINED:
                 encoding[ord(self.table[byte])] = byte
         object.__setattr__(self, "_encoding_map", encoding)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[object, ...]:
         return (code_page, (self.name,))
 
-    def decode(self, data: bytes, errors: str = "strict") -> tuple[str, int]:
+    def decode(self, data: Buffer, errors: str = "strict") -> tuple[str, int]:
         """bytes → text; an undefined byte raises UnicodeDecodeError (or as ``errors`` says)."""
         return codecs.charmap_decode(data, errors, self.table)
 

@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Literal, TypeVar
 
 from props import expr as ex
 from props.codepages import code_page
@@ -25,10 +26,14 @@ from props.settings import (
     DelimSettings,
     ErrorSettings,
     FixedSettings,
+    IdKind,
     JmsSettings,
+    LogLevel,
     LogSettings,
     OptypeValues,
+    ParserType,
     Rule,
+    SchemaType,
     Settings,
     TrailSettings,
     TxindValues,
@@ -45,7 +50,11 @@ _SETTINGS, _JMS, _TRAIL, _ERROR, _LOG = (Settings(), JmsSettings(), TrailSetting
                                          ErrorSettings(), LogSettings())
 _FIXED, _DELIM, _XML = FixedSettings(), DelimSettings(), XmlSettings()
 
-PARSERS = ("fixed", "delim", "xml")
+PARSERS: tuple[ParserType, ...] = ("fixed", "delim", "xml")
+_Choice = TypeVar("_Choice", bound=str)  # one of a choice's values (a Literal type)
+_NAMED_ID_KINDS: dict[str, IdKind] = {"ogg": "ogg", "time": "time", "activemq": "activemq"}
+_LOG_LEVELS: dict[str, LogLevel] = {"ERROR": "ERROR", "WARN": "WARN", "WARNING": "WARN",
+                                    "INFO": "INFO", "DEBUG": "DEBUG", "TRACE": "DEBUG"}
 
 GLOBAL_KEYS = frozenset({
     "parser.type",
@@ -393,7 +402,7 @@ class _Loader:
             raise PropertyError(f"required{why}", prop=key, file=self.file)
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+    def choice(self, key: str, choices: tuple[_Choice, ...], default: _Choice) -> _Choice:
         value = self.text(key)
         if value is None:
             return default
@@ -442,7 +451,7 @@ class _Loader:
             return None
         match = _DURATION.match(value)
         number = _to_int(match.group(1)) if match else None
-        if number is None or number < 1:
+        if match is None or number is None or number < 1:
             raise self.error(key, f"{quoted(value)} is not <n>sec, <n>min, <n>hr or <n>ms "
                              f"(n = 1 to {10 ** MAX_DIGITS - 1})")
         unit = match.group(2).lower()
@@ -553,7 +562,7 @@ class _Loader:
     # ---- build --------------------------------------------------------------------------
 
     def build(self) -> Settings:
-        parser_type = self.choice("parser.type", PARSERS, "")
+        parser_type: ParserType | Literal[""] = self.choice("parser.type", PARSERS, "")
         if not parser_type:
             raise PropertyError("required (fixed, delim or xml)", prop="parser.type",
                                 file=self.file)
@@ -654,13 +663,14 @@ class _Loader:
                              f"{quoted(value)} is not NAME, /queue/NAME or /topic/NAME")
         return f"/queue/{value}"
 
-    def _jms_id(self) -> tuple[str, str]:
+    def _jms_id(self) -> tuple[str, IdKind]:
         value = self.text("jms.id")
         if value is None:
             return _JMS.id, _JMS.id_kind
         lower = value.lower()
-        if lower in ("ogg", "time", "activemq"):
-            return lower, lower
+        kind = _NAMED_ID_KINDS.get(lower)
+        if kind is not None:
+            return kind, kind
         if lower == "wmq":
             raise self.error("jms.id", "WebSphere MQ ids are not available over STOMP; "
                              "use a header or module:function")
@@ -736,15 +746,15 @@ class _Loader:
 
     def _log(self) -> LogSettings:
         self.choice("gg.log", ("JDK", "log4j", "logback"), "JDK")
-        level = self.text("gg.log.level")
-        if level is not None:
-            upper = level.upper()
-            upper = {"TRACE": "DEBUG", "WARNING": "WARN"}.get(upper, upper)
-            if upper not in ("ERROR", "WARN", "INFO", "DEBUG"):
+        text = self.text("gg.log.level")
+        level: LogLevel = _LOG.level
+        if text is not None:
+            found = _LOG_LEVELS.get(text.upper())
+            if found is None:
                 raise self.error("gg.log.level",
-                                 f"{quoted(level)} is not ERROR, WARN, INFO or DEBUG")
-            level = upper
-        return LogSettings(level=level or _LOG.level, file=self.path("gg.log.file"))
+                                 f"{quoted(text)} is not ERROR, WARN, INFO or DEBUG")
+            level = found
+        return LogSettings(level=level, file=self.path("gg.log.file"))
 
     # ---- parser sections ----------------------------------------------------------------
 
@@ -898,7 +908,8 @@ class _Loader:
 
     def _fixed(self) -> FixedSettings:
         items = self._common("fixed", truncate=False)
-        schematype = self.choice("fixed.schematype", ("copybook", "sourcedefs"), "")
+        schematype: SchemaType | Literal[""] = self.choice("fixed.schematype",
+                                                           ("copybook", "sourcedefs"), "")
         if not schematype:
             raise PropertyError("required (copybook or sourcedefs)", prop="fixed.schematype",
                                 file=self.file)

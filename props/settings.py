@@ -10,10 +10,22 @@ fields.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from props.expr import Expr, XPath
 
 _NOWHERE = 0
+
+# The enumerated settings: the loader accepts these values only (case-insensitively) and
+# stores them as spelt here.
+ParserType = Literal["fixed", "delim", "xml"]
+SchemaType = Literal["copybook", "sourcedefs"]
+IdKind = Literal["ogg", "time", "activemq", "header", "callable"]
+ReportOutput = Literal["report", "log", "both"]
+SyncMode = Literal["transaction", "batch", "none"]
+ByteOrder = Literal["big", "little"]
+ErrorPolicy = Literal["abend", "discard"]
+LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +113,7 @@ class ParserCommon:
 class FixedSettings(ParserCommon):
     """``fixed.*`` (§4). ``table`` holds one or more sources, concatenated by the parser."""
 
-    schematype: str = "copybook"  # 'copybook' | 'sourcedefs'
+    schematype: SchemaType = "copybook"
     copybook: str | None = None
     sourcedefs: str | None = None
     header: str = ""
@@ -219,8 +231,8 @@ class JmsSettings:
     ssl_cert: str | None = None
     ssl_key: str | None = None
     id: str = "time"  # 'ogg' | 'time' | 'activemq' | a header name | 'module:function'
-    id_kind: str = "time"  # 'ogg' | 'time' | 'activemq' | 'header' | 'callable'
-    report_output: str = "report"  # 'report' | 'log' | 'both'
+    id_kind: IdKind = "time"
+    report_output: ReportOutput = "report"
     report_time: float | None = None  # seconds
     report_records: int | None = None
     spool_minage: float = 0.0  # seconds a spool file must be unchanged before it is read
@@ -243,8 +255,8 @@ class TrailSettings:
     path: str = "dirdat/aa"
     seqlen: int = 9
     megabytes: int = 100
-    sync: str = "batch"  # 'transaction' | 'batch' | 'none'
-    byteorder: str = "big"  # 'big' | 'little'
+    sync: SyncMode = "batch"
+    byteorder: ByteOrder = "big"
     compressupdates: bool = True
     getupdatebefores: bool = False
     compressdeletes: bool = True
@@ -268,7 +280,7 @@ class TrailSettings:
 class ErrorSettings:
     """``error.*`` (§10.4)."""
 
-    policy: str = "abend"  # 'abend' | 'discard'
+    policy: ErrorPolicy = "abend"
     file: str = "dirrpt/msgcap.dsc"
 
 
@@ -276,7 +288,7 @@ class ErrorSettings:
 class LogSettings:
     """``gg.log*`` (§11). ``file`` None means ``dirrpt/<trail.extract>.log``."""
 
-    level: str = "INFO"  # 'ERROR' | 'WARN' | 'INFO' | 'DEBUG'
+    level: LogLevel = "INFO"
     file: str | None = None
 
 
@@ -285,7 +297,7 @@ class Settings:
     """Everything one properties file configures; only the selected parser's section is set."""
 
     file: str = "<string>"
-    parser_type: str = "delim"  # 'fixed' | 'delim' | 'xml'
+    parser_type: ParserType = "delim"
     fixed: FixedSettings | None = None
     delim: DelimSettings | None = None
     xml: XmlSettings | None = None

@@ -74,11 +74,11 @@ def copybook_definitions(copybook: Copybook, *, schema: str | None, header: str 
         fields = head_fields + column_fields(rec)
         names = unique_columns(fields)
         seen: dict[str, FieldLayout] = {}
-        for f, n in zip(fields, names):
+        for f, n in zip(fields, names, strict=True):
             if n in seen:
                 raise CopybookError(f"column {n} is defined twice (line {seen[n].line})",
                                     file=copybook.file, line=f.line, field=f.name)
             seen[n] = f
-        columns = [field_column(f, n) for f, n in zip(fields, names)]
+        columns = [field_column(f, n) for f, n in zip(fields, names, strict=True)]
         tables.append(Table.build(copybook_table_name(schema, rec.name), columns))
     return Definitions(tuple(tables))

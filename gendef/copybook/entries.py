@@ -203,7 +203,7 @@ class EntryParser:
         self._clauses(node)
         return node
 
-    def _clauses(self, node: Node) -> None:
+    def _clauses(self, node: Node) -> None:  # noqa: C901 - one branch per COBOL clause
         while True:
             tok = self._next()
             if tok is None:
@@ -283,6 +283,7 @@ class EntryParser:
         """An OCCURS count, refused at its token when over ``MAX_OCCURS``."""
         tok = self._next()
         n = self._int(tok, what, fld)
+        assert tok is not None  # _int refused the end of the text
         if n > MAX_OCCURS:
             raise self.error(f"{what} {tok.text}: more than {MAX_OCCURS:,} occurrences", tok, fld)
         return n

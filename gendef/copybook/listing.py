@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gendef.copybook.model import Copybook, Item
 
 LAYOUT_HEADER = "-------- FIELD LEVEL/NAME --------- --ATTRIBS--    FLD  START     END  LENGTH\n\n"
 
 
-def layout_listing(copybook: Copybook, *, names=None, legacy_root: bool = False) -> str:
+def layout_listing(copybook: Copybook, *, names: Callable[[Item], str] | None = None,
+                   legacy_root: bool = False) -> str:
     """The record layout table in Cobrix's ``_layout.txt`` form (1-based START/END/LENGTH).
 
     ``names`` optionally maps an ``Item`` to the name shown (filler naming policies);

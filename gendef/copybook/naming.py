@@ -11,7 +11,7 @@ from gendef.copybook.model import FieldLayout, normalize_name
 def name_columns(fields: list[FieldLayout]) -> tuple[FieldLayout, ...]:
     """Unique column names for the items that can be columns; FILLERs stay ``FILLER``."""
     named = [f for f in fields if not f.filler]
-    columns = dict(zip(map(id, named), unique_columns(named)))
+    columns = dict(zip(map(id, named), unique_columns(named), strict=True))
     return tuple(replace(f, column=columns.get(id(f), "FILLER")) for f in fields)
 
 

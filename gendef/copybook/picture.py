@@ -15,7 +15,8 @@ _PIC_RE = re.compile(r"([A-Za-z9+\-.,*/$0])(?:\(([0-9]+)\))?")
 _SYMBOLS = "XA9SVP.+-Z*,B0/$"
 
 
-def parse_picture(text: str, *, file: str | None = None, line: int | None = None,
+# C901 accepted: one branch per PIC symbol and rule, in the order the standard gives them
+def parse_picture(text: str, *, file: str | None = None, line: int | None = None,  # noqa: C901
                   column: int | None = None, fld: str | None = None) -> Picture:
     """Classify a PIC string (Cobrix's size rules, STYLE.md §1.2)."""
     def bad(reason: str) -> CopybookError:
@@ -36,13 +37,13 @@ def parse_picture(text: str, *, file: str | None = None, line: int | None = None
         m = _PIC_RE.match(upper, i)
         if not m:
             raise bad(f"invalid symbol {text[i]!r}")
-        count = int(m.group(2)) if m.group(2) else 1
-        if count < 1:
+        repeat = int(m.group(2)) if m.group(2) else 1
+        if repeat < 1:
             raise bad("repetition count must be positive")
-        total += count
+        total += repeat
         if total > MAX_RECORD_SIZE:
             raise bad(f"more than {MAX_RECORD_SIZE:,} positions, the most a record may have")
-        runs.append((m.group(1), count))
+        runs.append((m.group(1), repeat))
         i = m.end()
     symbols = {s for s, _ in runs}
     wrong = next((s for s, _ in runs if s not in _SYMBOLS), None)

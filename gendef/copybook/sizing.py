@@ -145,7 +145,7 @@ class Layout:
                 widest = max(sizes)
                 for c in block:
                     children.append(self.freeze(c, pos, widest if len(block) > 1 else None))
-                pos += max(s * (c.occurs or 1) for s, c in zip(sizes, block))
+                pos += max(s * (c.occurs or 1) for s, c in zip(sizes, block, strict=True))
         return Item(
             level=n.level, name=n.name, line=n.line, column=n.column, offset=offset, size=own,
             actual_size=actual if actual is not None else own, picture=n.picture,

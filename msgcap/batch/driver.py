@@ -30,7 +30,8 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from functools import partial
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gendef.durable import fsync_dir
 from msgcap.batch.encode import Encoded
@@ -40,6 +41,12 @@ from msgcap.batch.plan import Plan, Planner
 from msgcap.batch.segments import SegmentKey
 from msgcap.pipeline import Stats
 from props.errors import MessageError, MsgcapError, SourceError
+
+if TYPE_CHECKING:
+    from gendef.model import Definitions
+    from msgcap.batch.jobs import SparkJobs
+    from msgcap.trail.writer import TrailWriter
+    from props.settings import Settings
 
 FORMATS = ("trail", "parquet", "json")
 
@@ -96,7 +103,7 @@ class Appender:
     """Appends framed segments to the trail in order (whole transactions; the parts of one
     open across segments are held until it completes)."""
 
-    def __init__(self, writer: Any, stats: Stats, errors_dir: str, *,
+    def __init__(self, writer: TrailWriter, stats: Stats, errors_dir: str, *,
                  compressed: bool = False) -> None:
         self.writer = writer
         self.compressed = compressed
@@ -175,9 +182,9 @@ class Appender:
             self._discards.close()
 
 
-def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
+def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
               formats: tuple[str, ...] = ("trail",), partitions: int | None = None,
-              lines: bool = False, definitions: Any = None,
+              lines: bool = False, definitions: Definitions | None = None,
               progress: Callable[[str], None] | None = None,
               progress_out: TextIO | None = None, progress_interval: float = 5.0,
               rows_output: str | None = None) -> Result:
@@ -228,7 +235,7 @@ def run_batch(settings: Any, inputs: list[str], output: str, *, spark: Any,
     return result
 
 
-def trail_writer(settings: Any, directory: str) -> Any:
+def trail_writer(settings: Settings, directory: str) -> TrailWriter:
     """The writer of the batch's trail: ``trail.path``'s files (and file headers) in
     ``directory``."""
     from msgcap.trail.writer import TrailWriter
@@ -243,7 +250,7 @@ def trail_writer(settings: Any, directory: str) -> Any:
 class _Run:
     """One run of the driver loop (module doc, steps 2–5)."""
 
-    def __init__(self, jobs: Any, job: Job, settings: Any, outputs: Outputs,
+    def __init__(self, jobs: SparkJobs, job: Job, settings: Settings, outputs: Outputs,
                  say: Callable[[str], None]) -> None:
         self.jobs, self.job, self.settings, self.outputs, self.say = (
             jobs, job, settings, outputs, say)
@@ -309,7 +316,7 @@ class _Run:
                     raise SourceError(f"Spark read the inputs out of order ({s.key} after "
                                       f"{last})")
                 last = s.key
-                plan = planner.plan(s, lambda p=p, k=s.key: jobs.skeleton(parsed, p, k))
+                plan = planner.plan(s, partial(jobs.skeleton, parsed, p, s.key))
                 if self.shift:
                     plan = plan.moved(plan.txnum - self.shift, plan.head_error)
                 plans[s.key] = plan

@@ -102,6 +102,10 @@ class Sink:
         self.rows: list[tuple] = []
         self.tail_rows: list[tuple] = []
 
+    def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position:
+        """Never called: a batch pipeline has no ``stream_at``, its transactions stay whole."""
+        raise NotImplementedError("a batch pipeline does not stream transactions")
+
     def write_transaction(self, tx: TrailTransaction) -> Position:
         head = self.head_open and not self.head_done
         if head:  # the transaction open at the segment's start: it completes first

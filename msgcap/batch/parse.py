@@ -29,7 +29,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
 from msgcap.batch.inputs import InputFile, Scan
@@ -48,6 +48,11 @@ from msgcap.trail.records import TrailRecord
 from parsers.model import TX_END, TX_MIDDLE, Message, Op
 from props.errors import MessageError, MsgcapError
 
+if TYPE_CHECKING:
+    from gendef.model import Definitions
+    from parsers.base import Parser
+    from props.settings import ByteOrder, ErrorPolicy, Settings
+
 OK, BAD, FATAL = 0, 1, 2
 # first_message of a transaction a trial assumes open from before its segment
 INHERITED = "\x00inherited\x00"
@@ -58,12 +63,12 @@ class Job:
     """What every task gets (broadcast once): the parser (it pickles as its plan), the
     definitions, the rules and settings of the run, and the input files."""
 
-    parser: Any
-    definitions: Any
+    parser: Parser
+    definitions: Definitions
     rules: ImageRules
     id_mode: str
-    policy: str
-    byteorder: str
+    policy: ErrorPolicy
+    byteorder: ByteOrder
     time_base: int  # µs: ``time`` ids are time_base + the message's offset in the input
     rows: bool
     files: tuple[InputFile, ...]
@@ -73,7 +78,8 @@ class Job:
     compress: bool = False
 
     @classmethod
-    def create(cls, settings: Any, parser: Any, definitions: Any, files: Sequence[InputFile],
+    def create(cls, settings: Settings, parser: Parser, definitions: Definitions,
+               files: Sequence[InputFile],
                scans: Sequence[Scan], *, rows: bool, time_base: int) -> Job:
         """The job of a run of ``settings`` over ``files`` read in ``scans``."""
         return cls(parser, definitions, ImageRules.from_settings(settings), settings.jms.id,
@@ -421,7 +427,7 @@ class _Pass1:
         failing = self.boundaries.failing
         failing.clear()
         shapes = []
-        built = []
+        built: list[tuple[Any, ...]] = []  # (reason, position) of a failing op, else its records
         bodies: list | None = [] if self.rows is not None else None
         for op in ops:
             if op.seqid is None:
@@ -449,7 +455,7 @@ class _Pass1:
         self.kinds.append(OK)
         self.refs.append(ref)
         self.entries.append(tuple(built))
-        if self.rows is not None:
+        if self.rows is not None and bodies is not None:
             self.rows.append(tuple(bodies))
         if not self.decided and ops:
             self.decided = True

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, cast
 
 from msgcap.assembler import Assembler, AssemblerState, ImageRules, OpenState
 from msgcap.batch.inputs import KIND_FILE, InputFile
@@ -29,6 +30,10 @@ from msgcap.batch.parse import BAD, FATAL, INHERITED, Boundaries, Skeleton, Summ
 from msgcap.batch.segments import SegmentKey, resolve
 from parsers.model import Message, Op
 from props.errors import MessageError
+
+if TYPE_CHECKING:
+    from gendef.model import Table
+    from props.settings import ErrorPolicy
 
 
 @dataclass(slots=True)
@@ -74,7 +79,8 @@ def message_name(file: InputFile, number: int, first_line: int) -> str:
 class Planner:
     """Plans segments in input order (see the module doc)."""
 
-    def __init__(self, rules: ImageRules, policy: str, files: Sequence[InputFile]) -> None:
+    def __init__(self, rules: ImageRules, policy: ErrorPolicy,
+                 files: Sequence[InputFile]) -> None:
         self.rules = rules
         self.abend = policy == "abend"
         self.files = files
@@ -85,7 +91,7 @@ class Planner:
         self.lines: dict[int, int] = {}  # per file: lines of its segments planned so far
         self.stopped = False
         self.fast = self.slow = 0
-        self._names: dict[str, _TableName] = {}
+        self._names: dict[str, Table] = {}
 
     def plan(self, summary: Summary, skeleton: Callable[[], Skeleton]) -> Plan:
         """The plan of the next segment; ``skeleton`` fetches its skeleton if no trial fits."""
@@ -123,7 +129,8 @@ class Planner:
             return None
         last = st.last
         if last is not None and s.given_width is not None and (
-                s.given_width != len(last[0]) or not s.min_given > last[0]):
+                s.given_width != len(last[0]) or s.min_given is None
+                or not s.min_given > last[0]):
             return None
         held = st.open
         if held is None:
@@ -180,7 +187,8 @@ class Planner:
             for t, optype, seqid, txid, txind, txname, txowner, ordinal, fails in sk.shapes[index]:
                 table = names.get(t)
                 if table is None:
-                    table = names[t] = _TableName(t)
+                    # a stand-in for the Table: the replayed assembler reads only its name
+                    table = names[t] = cast("Table", _TableName(t))
                 op = Op(table, optype, 0, seqid, txid, txind, txname, txowner, None, None,
                         ordinal)
                 if fails:

@@ -52,7 +52,7 @@ def row_body(records: list[TrailRecord]) -> RowBody:
     before: dict[str, str] = {}
     nulls, missing = [], []
     target = before if main.before_after == "B" else after
-    for col, v in zip(columns, main.values, strict=False):
+    for col, v in zip(columns, main.values or (), strict=False):
         if v is MISSING:
             missing.append(col.name)
         elif v is None:
@@ -60,7 +60,7 @@ def row_body(records: list[TrailRecord]) -> RowBody:
         else:
             target[col.name] = _text(v, col.scale)
     for rec in records[:-1]:
-        for col, v in zip(columns, rec.values, strict=False):
+        for col, v in zip(columns, rec.values or (), strict=False):
             if v is not MISSING and v is not None:
                 before[col.name] = _text(v, col.scale)
     if main.key_before is not None:

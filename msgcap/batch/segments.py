@@ -145,7 +145,7 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
             yield number, starts[number], message
         return
     for number, raw in enumerate(raws):
-        message = message_of(f, raw, label(number, first_line))
-        if message is not None:
-            yield number, offset, message
+        found = message_of(f, raw, label(number, first_line))
+        if found is not None:
+            yield number, offset, found
         offset += len(raw) + 1

@@ -6,6 +6,10 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gendef.model import Definitions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dump(args: argparse.Namespace, definitions: object, gaps: list[tuple[str, str]]) -> None:
+def _dump(args: argparse.Namespace, definitions: Definitions | None,
+          gaps: list[tuple[str, str]]) -> None:
     """Write the records; the gaps the readers found (missing files) are added to ``gaps``."""
     from msgcap.trail import dumpfmt
     from msgcap.trail.reader import TrailReader

@@ -12,7 +12,10 @@ import argparse
 import logging
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from msgcap.pipeline import Stats
 
 log = logging.getLogger("msgcap.replay")
 
@@ -100,7 +103,7 @@ class Progress:
         self.tty = out.isatty()
         self.shown = False
 
-    def tick(self, stats) -> None:
+    def tick(self, stats: Stats) -> None:
         if self.interval < 0:
             return
         now = time.monotonic()

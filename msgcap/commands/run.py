@@ -15,7 +15,11 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from msgcap.sources.base import Source
+    from props.settings import Settings
 
 log = logging.getLogger("msgcap.run")
 
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
-def _capture(args: argparse.Namespace, settings: Any, source: Any) -> int:
+def _capture(args: argparse.Namespace, settings: Settings, source: Source) -> int:
     from gendef.build import build_definitions
     from msgcap.archive import Archive
     from msgcap.assembler import Assembler, ImageRules, Restart

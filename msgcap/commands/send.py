@@ -13,6 +13,7 @@ name, then rename) that the spool source reads in send order.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -20,7 +21,11 @@ import os
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parsers.model import Message
+    from props.settings import Settings
 
 log = logging.getLogger("msgcap.send")
 
@@ -82,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def frame_of(message: Any) -> tuple[bytes, dict[str, str]]:
+def frame_of(message: Message) -> tuple[bytes, dict[str, str]]:
     """The body and SEND headers of one dump message."""
     headers = {k: v for k, v in message.headers.items() if k.lower() not in _NOT_SENT}
     headers.setdefault("persistent", "true")
@@ -131,7 +136,7 @@ class _SendListener:
         self.last.set()
 
 
-def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
+def send_to_broker(settings: Settings, messages: Iterable[Message]) -> tuple[int, str]:
     """Publish over STOMP; returns (count, broker URL)."""
     import stomp
     from stomp.exception import StompException
@@ -147,6 +152,7 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
     from props.errors import SourceError
 
     jms = settings.jms
+    assert jms.destination is not None  # (main refused a missing one)
     endpoints = parse_urls(jms.url)
     tls = (tls_files(jms.ssl_ca, jms.ssl_cert, jms.ssl_key, url=",".join(jms.url))
            if any(e.tls for e in endpoints) else None)
@@ -204,10 +210,8 @@ def send_to_broker(settings: Any, messages: Iterable[Any]) -> tuple[int, str]:
             raise SourceError(_partial(reason, count, listener.confirmed),
                               url=endpoint.url) from None
         finally:
-            try:
+            with contextlib.suppress(StompException, OSError):
                 conn.disconnect()
-            except (StompException, OSError):
-                pass
         return count, f"{endpoint.url} {jms.destination}"
     raise SourceError("no broker reachable: " + "; ".join(errors), url=",".join(jms.url))
 

@@ -6,15 +6,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from msgcap.sources.base import Redelivery, Source
 from props.errors import PropertyError
 
+if TYPE_CHECKING:
+    from props.settings import Settings
+
 __all__ = ["Redelivery", "Source", "source_for"]
 
 
-def source_for(settings: Any) -> Source:
+def source_for(settings: Settings) -> Source:
     """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers.
 
     The URLs and the destination were validated when the properties were loaded
@@ -29,7 +32,8 @@ def source_for(settings: Any) -> Source:
         from msgcap.sources.spool import SpoolSource
         return SpoolSource(urls[0], min_age=jms.spool_minage)
     from msgcap.sources.stomp import StompSource
+    assert jms.destination is not None  # the loader requires it beside a STOMP URL
     return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
-                       prefetch=jms.prefetch, heartbeat=tuple(jms.heartbeat), ssl_ca=jms.ssl_ca,
+                       prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
                        ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
                        client_id=settings.trail.extract)

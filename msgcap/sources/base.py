@@ -54,7 +54,7 @@ class Source(ABC):
         """Whether the source can currently deliver (``/health`` reports 503 when not)."""
         return True
 
-    def open(self) -> None:
+    def open(self) -> None:  # noqa: B027 - optional: a source with nothing to prepare
         """Connect / prepare; errors that must stop capture raise ``SourceError``."""
 
     @abstractmethod
@@ -65,7 +65,7 @@ class Source(ABC):
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         """These messages are durable (see the module doc)."""
 
-    def interrupt(self) -> None:
+    def interrupt(self) -> None:  # noqa: B027 - optional: a source that never waits
         """End any wait early (safe to call from a signal handler)."""
 
     @abstractmethod

@@ -229,6 +229,7 @@ class SpoolSource(Source):
         try:
             for sub in ((DONE_DIR,) if done else ()) + ((ERROR_DIR,) if discarded else ()):
                 fsync_dir(self._subdirs[sub])
+            assert self._dir is not None  # (open)
             fsync_dir(self._dir)
         except OSError as exc:
             raise SourceError(f"cannot make the moves durable: {exc.strerror or exc}",

@@ -23,7 +23,7 @@ NULL_DATETIME = b"1900-01-01:00:00:00.000000000"
 _INT_SIZES = {130: 2, 131: 2, 132: 4, 133: 4, 134: 8, 135: 8}
 
 Encoder = Callable[[Any], bytes]
-Decoder = Callable[[bytes], Any]
+Decoder = Callable[[bytes, int, int], Any]  # (data, start, end) of one column's span
 
 
 class ValueTooLong(ValueError):
@@ -284,7 +284,8 @@ class TableEncoder:
         try:
             return b"".join(map(call, self._encs, values))
         except (ValueError, TypeError, AttributeError, struct.error, UnicodeError) as exc:
-            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values)) if _fails(enc, v))
+            i = next(i for i, (enc, v) in enumerate(zip(self._encs, values, strict=True))
+                     if _fails(enc, v))
             col = self.table.columns[i].name
             raise MessageError(f"cannot encode {values[i]!r}: {exc}",
                                position=f"table {self.table.name} column {col}") from None

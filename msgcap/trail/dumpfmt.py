@@ -137,7 +137,7 @@ def record_json(rec: Record, decoder: TableDecoder | None) -> dict[str, Any]:
         else:
             bvals, avals = rec.values(decoder)
             obj["columns"] = _typed(rec, decoder.table, after, avals, True)
-            if before is not None:
+            if before is not None and bvals is not None:  # (a PK update has both)
                 before_cols = _typed(rec, decoder.table, before, bvals, False)
     if before_cols is not None:
         obj["before"] = before_cols
@@ -216,7 +216,7 @@ def record_text(rec: Record, decoder: TableDecoder | None) -> str:
             lines.extend(_raw_lines(after))
         else:
             bvals, avals = rec.values(decoder)
-            if before is not None:
+            if before is not None and bvals is not None:  # (a PK update has both)
                 lines.append("Key before image:")
                 lines.extend(_typed_lines(rec, decoder.table, before, bvals))
             lines.extend(_typed_lines(rec, decoder.table, after, avals))

@@ -209,11 +209,13 @@ class TrailEncoder:
                 raise data
             return data
         iotype = rec.iotype
+        values = rec.values
+        assert values is not None  # a record without values carries its data
         if iotype == IOTYPE_PKUPDATE:
-            return self._frame(rec.table).table.encode_pk(rec.key_before, rec.values)
+            return self._frame(rec.table).table.encode_pk(rec.key_before, values)
         if iotype == IOTYPE_TRUNCATE:
             return b""
-        return self._frame(rec.table).table.encode(rec.values)
+        return self._frame(rec.table).table.encode(values)
 
     def _record(self, rec: TrailRecord, tail: bytes, audit_rba: int, ind: int) -> bytes:
         """One record field by field: any record, every error."""

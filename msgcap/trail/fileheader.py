@@ -64,7 +64,8 @@ class _Tokens:
     """Builds a token sequence in one byte order."""
 
     def __init__(self, lay: Layout) -> None:
-        self.lay, self.parts = lay, []
+        self.lay = lay
+        self.parts: list[bytes] = []
 
     def raw(self, tid: int, value: bytes) -> None:
         self.parts.append(self.lay.head.pack(tid, 0, len(value)) + value)
@@ -99,7 +100,7 @@ def encode_file_header(*, byteorder: str, seqno: int, file_name: str, uri: str, 
     trail.raw(0x38, lay.u32.pack(seqno))
     mach = _Tokens(lay)
     u = machine or tuple(os.uname())
-    for tid, text in zip(range(0x30, 0x35), u):
+    for tid, text in zip(range(0x30, 0x35), u, strict=False):  # at most five
         mach.string(tid, text)
     db = _Tokens(lay)
     db.raw(0x30, lay.u16.pack(VENDOR_GENERIC))
@@ -111,7 +112,7 @@ def encode_file_header(*, byteorder: str, seqno: int, file_name: str, uri: str, 
     prod = _Tokens(lay)
     prod.string(0x30, extract)
     prod.raw(0x31, lay.u16.pack(DATA_SOURCE))
-    for tid, part in zip(range(0x32, 0x37), vparts):
+    for tid, part in zip(range(0x32, 0x37), vparts, strict=False):  # at most five
         prod.raw(tid, lay.u16.pack(part))
     prod.string(0x37, f"msgcap {version}")
     cont = _Tokens(lay)
@@ -154,10 +155,10 @@ def _string(lay: Layout, v: bytes) -> str | None:
 
 
 def _int(lay: Layout, v: bytes) -> int | None:
-    st = {1: None, 2: lay.u16, 4: lay.u32, 8: lay.u64}.get(len(v), 0)
-    if st == 0:
-        return None
-    return v[0] if st is None else st.unpack(v)[0]
+    if len(v) == 1:
+        return v[0]
+    st = {2: lay.u16, 4: lay.u32, 8: lay.u64}.get(len(v))
+    return None if st is None else st.unpack(v)[0]
 
 
 # (group, token) → (section, key, kind); kind: s string, i integer, h hex, t Julian time.
@@ -234,7 +235,7 @@ def decode_file_header(buf: bytes, file: str) -> FileHeader:
                         value = julian_to_iso(value)
             if value is None:
                 hdr.other[f"{gid:02x}.{tid:02x}"] = v.hex()
-            elif known[0] is not None:
+            elif known is not None and known[0] is not None:  # (a value has a known place)
                 found[known[0]][known[1]] = value
     if not signature:
         raise TrailError("not a trail file (no GoldenGate signature)", file=file, rba=0)

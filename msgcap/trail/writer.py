@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from gendef.durable import fsync_parent
 from msgcap import __version__
@@ -24,6 +24,9 @@ from msgcap.trail.layout import MIN_RECORD, REC_G, REC_Z, layout_for
 from msgcap.trail.reader import TrailFile, sequence_files, trail_file_name
 from msgcap.trail.records import TRANSIND_END, TRANSIND_WHOLE, Position, TrailTransaction
 from props.errors import TrailError
+
+if TYPE_CHECKING:
+    from props.settings import ByteOrder, SyncMode
 
 log = logging.getLogger("msgcap.trail")
 
@@ -68,7 +71,7 @@ class _Scan:
     header_len: int | None  # None: F record absent or partial
     byteorder: str | None
     last_end: int | None = None  # end of the last record with TransInd 2 or 3
-    last: tuple[str | None, int, str | None, int] | None = None  # seqid, pos, txid, auditrba
+    last: tuple[str | None, int | None, str | None, int] | None = None  # seqid, pos, txid, auditrba
 
 
 def _scan(seqno: int, path: str, start: int | None = None) -> _Scan:
@@ -108,7 +111,7 @@ class TrailWriter:
                  "last_txid", "limit", "path", "seqlen", "sync", "txnum", "uri")
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
-                 byteorder: str = "big", sync: str = "batch", extract: str = "MSGCAP",
+                 byteorder: ByteOrder = "big", sync: SyncMode = "batch", extract: str = "MSGCAP",
                  uri: str | None = None, header_path: str | None = None) -> None:
         if seqlen not in (6, 9):
             raise ValueError(f"seqlen {seqlen} (expected 6 or 9)")
@@ -225,7 +228,7 @@ class TrailWriter:
         return rec
 
     def _durable_floor(self, files: list[tuple[int, str]], durable: Position | Recovery
-                       ) -> tuple[str | None, int, str | None, int] | None:
+                       ) -> tuple[str | None, int | None, str | None, int] | None:
         """(seqid, ordinal, txid, transaction number) of the last transaction that ends at the
         durable position, read from the trail there (one record, whatever the trail's size);
         None when no transaction precedes it."""
@@ -451,6 +454,7 @@ class TrailWriter:
 
     def _roll(self) -> None:
         self.flush()
+        assert self._fd is not None  # (open)
         if self.sync != "none":
             os.fsync(self._fd)
         os.close(self._fd)
@@ -460,6 +464,7 @@ class TrailWriter:
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
         done = 0
+        assert self._fd is not None  # (open)
         try:
             while done < len(view):
                 done += os.write(self._fd, view[done:])
@@ -500,6 +505,7 @@ class TrailWriter:
         restarts inside it), keeping every complete transaction: the recovery of a restart."""
         self._check(allow_open=True)
         self.flush()
+        assert self._fd is not None  # (_check)
         os.close(self._fd)
         self._fd = None
         self._open_tx = False
@@ -514,13 +520,15 @@ class TrailWriter:
         self._check(allow_open=True)
         self.flush()
         if self.sync != "none":
+            assert self._fd is not None  # (_check)
             try:
                 os.fsync(self._fd)
             except OSError as exc:
                 self._broken = f"fsync failed: {exc.strerror}"
                 raise TrailError(self._broken, file=self._file) from None
-        self.durable = self._tx_start if self._open_tx else self.position
-        return self.durable
+        durable = self._tx_start if self._open_tx and self._tx_start is not None else self.position
+        self.durable = durable  # (an open transaction has its start)
+        return durable
 
     def close(self) -> None:
         if self._fd is None:

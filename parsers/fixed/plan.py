@@ -15,7 +15,7 @@ table (decided by ``gendef.build.used_header_fields`` so that the parser and gen
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gendef.build import (
@@ -24,7 +24,13 @@ from gendef.build import (
     shared_copybook,
     used_header_fields,
 )
-from gendef.copybook import FieldLayout, column_fields, copybook_table_name, normalize_name
+from gendef.copybook import (
+    FieldLayout,
+    RecordLayout,
+    column_fields,
+    copybook_table_name,
+    normalize_name,
+)
 from gendef.model import DATETIME, Column, Definitions, Table
 from gendef.userdefs import user_definitions
 from parsers.decoders import lookup_codec
@@ -123,8 +129,9 @@ def _items(settings: Settings, f: FixedSettings, header: tuple[HeaderField, ...]
     index = FieldIndex([h.name for h in header], normalize_field)
     ts = f.timestamp if f.timestamp is not None else (
         Field("timestamp") if "timestamp" in index else None)
-    if f.timestamp_format is None and isinstance(ts, Field) and ts.name in index:
-        own = header[index.get(ts.name)].date_format
+    if (f.timestamp_format is None and isinstance(ts, Field)
+            and (at := index.get(ts.name)) is not None):
+        own = header[at].date_format
         if own is not None:
             f = replace(f, timestamp_format=own)
     try:
@@ -156,15 +163,15 @@ def _date_format(f: FixedSettings, table: Table, col: Column, own: str | None
     return fmt, prop
 
 
-def _table_plan(trail: Table, placed: list[tuple[str, int, int, FieldLayout | None,
-                                                  str | None]],
+def _table_plan(trail: Table, placed: Sequence[tuple[str, int, int, FieldLayout | None,
+                                                      str | None]],
                 end: int, f: FixedSettings, odo: tuple[OdoPlan, ...] = ()) -> TablePlan:
     """``placed``: (name, start, end, field, own date format) of each trail column, in order."""
     if len(placed) != len(trail.columns):
         raise DefinitionError(f"table {trail.name}: {len(trail.columns)} columns in the "
                               f"definitions, {len(placed)} in the fixed-width layout")
     slots = []
-    for (name, start, stop, fld, own), col in zip(placed, trail.columns):
+    for (name, start, stop, fld, own), col in zip(placed, trail.columns, strict=True):
         fmt, prop = (_date_format(f, trail, col, own) if col.type_code == DATETIME
                      else (None, ""))
         slots.append(SlotPlan(name, start, stop, col, fld, fmt, prop))
@@ -213,7 +220,8 @@ def _copybook_plan(settings: Settings, f: FixedSettings, definitions: Definition
     return _plan(settings, f, True, header.name, hlen, head_fields, tables)
 
 
-def _odo(rec, fields: list[tuple[FieldLayout, int]], hlen: int) -> tuple[OdoPlan, ...]:
+def _odo(rec: RecordLayout, fields: list[tuple[FieldLayout, int]],
+         hlen: int) -> tuple[OdoPlan, ...]:
     """Counters of the record's OCCURS DEPENDING ON columns (sourcedefs.md §7.1)."""
     groups: dict[str, list[tuple[int, int]]] = {}
     for i, (x, _) in enumerate(fields):
@@ -222,6 +230,7 @@ def _odo(rec, fields: list[tuple[FieldLayout, int]], hlen: int) -> tuple[OdoPlan
     out = []
     for counter, columns in groups.items():
         c = rec.field(counter)
+        assert c is not None  # the compiler resolved every DEPENDING ON counter
         out.append(OdoPlan(c, hlen + c.offset, tuple(columns)))
     return tuple(out)
 
@@ -260,7 +269,7 @@ def _columns_plan(trail: Table, lead: list[Column], columns: list[Column],
     """A plan of text columns: ``lead`` header columns, then the data columns at hlen."""
     placed = [(c, 0) for c in lead] + [(c, hlen) for c in columns]
     if len(placed) != len(trail.columns) or any(
-            c.name != t.name for (c, _), t in zip(placed, trail.columns)):
+            c.name != t.name for (c, _), t in zip(placed, trail.columns, strict=True)):
         raise DefinitionError(f"table {trail.name}: the definitions' columns are not the "
                               "header's unused columns followed by the table's")
     return _table_plan(trail, [(c.name, base + c.fetch_offset,

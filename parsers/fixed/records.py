@@ -31,7 +31,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from gendef.copybook import COMP, COMP3, COMP5, DISPLAY, FieldLayout
 from gendef.model import CHAR, DATETIME, NUMBER, VARCHAR, Column
@@ -162,9 +162,10 @@ def field_converters(f: FieldLayout, col: Column, encoding: str, digits_ascii: b
     to_trail = trail_value(col, fmt, f.digits, table)
     if col.type_code == CHAR and f.kind == "alnum" and not f.date_format:
         n = col.external_length
+        decode_text = cast("Callable[[bytes], str]", decode)  # an alnum field decodes to text
 
         def raw_char(data: bytes) -> str:
-            text = decode(data)
+            text = decode_text(data)
             return text if len(text) == n else text.ljust(n)
         return _same, raw_char, SAME
 

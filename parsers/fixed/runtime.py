@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from gendef.model import DATETIME, Definitions, Table
 from parsers.base import ParserBase
@@ -48,7 +48,7 @@ _CACHE_SIZE = 4096  # table names / table field texts remembered
 class _Table:
     """A table plan made executable."""
 
-    table: Any  # gendef.model.Table
+    table: Table
     slots: tuple[Slot, ...]
     raw_items: tuple[tuple[int, int, Convert], ...]
     ascii_image: Callable[[str], list[Any]]  # a text body of ASCII characters
@@ -102,7 +102,7 @@ class _Text:
                                position=f"offset {offset + error.start}") from None
 
 
-class FixedParser(ParserBase):
+class FixedParser(ParserBase[FixedPlan]):
     """``parser.type=fixed``: the runtime over a ``FixedPlan`` (the plan contract of
     ``parsers.base``)."""
 
@@ -187,7 +187,7 @@ class FixedParser(ParserBase):
         if x.usage == "DISPLAY":
             text_of = self._text
 
-            def raw(data: bytes, start=x.offset) -> str:
+            def raw(data: bytes, start: int = x.offset) -> str:
                 return text_of(data, start)
             return _HeaderGet(i, h.start, h.end, None, raw)
         decode = decoder_for(x, self._page.name)
@@ -205,9 +205,9 @@ class FixedParser(ParserBase):
             conv, kind = column_converter(col, fmt, tp.table.name)
             text_of = self._text
 
-            def raw(data: bytes, start: int = s.start) -> Any:
+            def raw_text(data: bytes, start: int = s.start) -> Any:
                 return conv(text_of(data, start))
-            return Slot(s.name, s.start, s.end, col.key, conv, raw, kind, col)
+            return Slot(s.name, s.start, s.end, col.key, conv, raw_text, kind, col)
         text, raw, kind = field_converters(s.field, col, self._page.name, self._digits_ascii,
                                            fmt, tp.table.name)
         return Slot(s.name, s.start, s.end, col.key, text, raw, kind, col, s.field)
@@ -255,7 +255,8 @@ class FixedParser(ParserBase):
         raw_ok = self._copybook
 
         def fast(message: Message) -> Op | None:
-            body = message.body
+            # body's class picks the functions (byte_image is set when raw_ok)
+            body: Any = message.body
             cls = body.__class__
             if cls is str:
                 header = header_text
@@ -272,7 +273,7 @@ class FixedParser(ParserBase):
                 if values is None:
                     return None
                 image = ((plan.ascii_image if body.isascii() else plan.text_image)(body)
-                         if cls is str else plan.byte_image(body))
+                         if cls is str else plan.byte_image(body))  # type: ignore[misc]
                 if image is None:
                     return None
                 op = Op(plan.table, optype,
@@ -335,9 +336,9 @@ class FixedParser(ParserBase):
         body = message.body
         raw = isinstance(body, bytes)
         if raw and not self._copybook:
-            body = self._text(body)
+            body = self._text(cast(bytes, body))
             raw = False
-        if not raw and body.endswith("\n"):
+        if isinstance(body, str) and body.endswith("\n"):  # (not raw)
             body = body[:-2] if body.endswith("\r\n") else body[:-1]
         n = len(body)
         hlen = self._header_length

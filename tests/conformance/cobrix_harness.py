@@ -643,7 +643,7 @@ def compare(actual: Any, expected: Any, path: str, mode: dict[str, Any], out: li
                 expected) != len(actual):
             out.append(f"{path}: expected {expected!r}, got {actual!r}")
             return
-        for i, (a, e) in enumerate(zip(actual, expected)):
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
             compare(a, e, f"{path}[{i}]", mode, out)
         return
     if not _equal(actual, expected, mode):
@@ -689,7 +689,7 @@ def check_variant(case_dir: Path, variant: dict[str, Any]) -> list[str]:
         "via_double": "via_double" in str(variant.get("numbers", "")),
         "no_spaces": "removeWhiteSpace" in str(variant.get("upstream_assertion", "")),
     }
-    for i, (a, e) in enumerate(zip(rows, expected)):
+    for i, (a, e) in enumerate(zip(rows, expected, strict=False)):
         compare(a, e, f"row {i}", mode, problems)
         if len(problems) > 20:
             break

@@ -213,6 +213,9 @@ def test_encoder_rejects_values_that_do_not_fit() -> None:
         encoder_for(field("PIC X(2)"))("ABC")
     assert encoder_for(field("PIC X(4)"), "cp037")("AB") == b"\xc1\xc2\x40\x40"
     assert encoder_for(field("PIC 9(3)"))(None) == b"   "
+    for binary in ("PIC S9(4) COMP", "PIC S9(5) COMP-3"):  # no NULL form (once a TypeError)
+        with pytest.raises(MessageError, match="NULL"):
+            encoder_for(field(binary))(None)
 
 
 

@@ -71,7 +71,8 @@ def tables(text: str) -> list[tuple[list[str], list[Row]]]:
             rows = []
             i += 2
             while i < len(lines) and lines[i][1].startswith("|"):
-                rows.append(Row(dict(zip(header, _split_row(lines[i][1]))), lines[i][0]))
+                cells = _split_row(lines[i][1])
+                rows.append(Row(dict(zip(header, cells, strict=False)), lines[i][0]))
                 i += 1
             found.append((header, rows))
         else:

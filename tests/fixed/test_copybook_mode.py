@@ -348,7 +348,7 @@ def bin_message(encoding: str, op: str = "I", **changes) -> bytes:
 def test_ebcdic_byte_message_with_binary_packed_and_zoned_fields(make, encoding):
     parser = make(BIN_PROPS.format(encoding=encoding), bin__cpy=BIN_CPY)
     body = bin_message(encoding)
-    assert b"\xc9" == body[:1]  # 'I' in EBCDIC
+    assert body[:1] == b"\xc9"  # 'I' in EBCDIC
     (op,) = parser.parse(msg(body))
     assert (op.table.name, op.optype, op.seqid) == ("BANK.ACCOUNT", "I", "000001")
     assert [c.name for c in op.table.columns][:2] == ["H_CNT", "ACCT_NO"]

@@ -279,7 +279,7 @@ def test_every_usage_takes_its_fast_form():
     for encoding in ("cp037", "ascii"):
         body = b"".join(encoder_for(f, encoding)(v)
                         for f, v in zip(cb.record("H").fields + cb.record("T").fields,
-                                        ["I", "T", *values]))
+                                        ["I", "T", *values], strict=True))
         calls = []
         slots = tuple(Slot(f.name, f.offset + 5, f.offset + 5 + f.length, False,
                            *_never(calls), "call", col, f)
@@ -287,7 +287,7 @@ def test_every_usage_takes_its_fast_form():
                                         [char_column("X", 3), number_column("A", 4),
                                          number_column("B", 7, 2), number_column("C", 9, 2),
                                          number_column("D", 4), number_column("E", 9),
-                                         number_column("F", 18)]))
+                                         number_column("F", 18)], strict=True))
         image = record_image("S.T", slots, code_page(encoding))
         assert image(body) == ["ab ", 12, -12345, -123456789, -7, 4000000000, -(10**18) + 1]
         assert calls == []

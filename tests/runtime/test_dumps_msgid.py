@@ -121,6 +121,13 @@ def test_header_ids_and_width_check():
         seq.next_id(Message("x", {}))
 
 
+def test_width_error_with_only_a_recovered_width():
+    """A trail of another jms.id mode gives a width but no previous id (once a TypeError)."""
+    error = IdWidthError.between("m1", None, "123", 20)
+    assert str(error) == ("message m1: id width changed from 20 to 3 (new id '123'); jms.id ids "
+                          "must be fixed-width")
+
+
 def test_ogg_and_callable_and_rejected_modes():
     assert MessageIds("ogg").next_id(Message("x", {"GG_ID": "g1"})) == "g1"
     assert MessageIds("builtins:repr").next_id(Message("x")).startswith("Message(id='x'")

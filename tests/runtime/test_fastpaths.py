@@ -7,6 +7,8 @@ chunked text-line reader against line-by-line reading, and ``time`` ids against 
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -96,10 +98,8 @@ def test_take_single_and_next_single_follow_add_single(steps, restart):
         assert taken.take_single(message, op) == (done is not None)
         if done is None:
             for asm in (built, taken, replayed):
-                try:
+                with contextlib.suppress(MessageError, IdWidthError):
                     asm.add(message, [op])
-                except (MessageError, IdWidthError):
-                    pass
         else:
             assert replayed.next_single(op) == (done.tx.txid, done.tx.records[0].seqid)
         assert built.state() == taken.state() == replayed.state()

@@ -49,7 +49,7 @@ def messages(ids: list[str] | None = None) -> list[Message]:
     bodies = [GOOD.replace("001001", f"{i:06d}") if i % 5 else BAD for i in range(1, 24)]
     ids = ids or [f"m{i:02d}" for i in range(len(bodies))]
     return [Message(ident, {}, body, None, f"d.jsonl:{i}")
-            for i, (ident, body) in enumerate(zip(ids, bodies))]
+            for i, (ident, body) in enumerate(zip(ids, bodies, strict=True))]
 
 
 def run(work: Path, policy: str, batch: int | None, ids: list[str] | None = None):

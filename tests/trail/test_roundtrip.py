@@ -180,7 +180,7 @@ def test_writer_then_reader_forwards_and_backwards(data) -> None:
         expected = [(tx, i + 1, n, rec) for i, tx in enumerate(txs)
                     for n, rec in enumerate(tx.records)]
         assert len(got) == len(expected) and reader.tail is None
-        for g, (tx, txnum, n, rec) in zip(got, expected):
+        for g, (tx, txnum, n, rec) in zip(got, expected, strict=True):
             check_record(g, rec, tx, txnum, n, len(tx.records) - 1, reader.decoder(g))
         with TrailFile(prefix + "000000000") as tf:
             assert tf.byteorder == byteorder
