@@ -35,6 +35,7 @@ class Checkpoint:
     messages: int = 0
     time: str = ""
     trail: str = ""  # trail.path of the trail it describes ("" in checkpoints of older versions)
+    last_commit_us: int | None = None  # source commit time of the last durable transaction
 
     @property
     def position(self) -> Position:
@@ -52,7 +53,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "file": (str,), "seqno": (int,), "rba": (int,), "last_seqid": _OPTIONAL_TEXT,
     "last_ordinal": (int, type(None)), "last_txid": _OPTIONAL_TEXT,
     "last_message_id": _OPTIONAL_TEXT, "txnum": (int,), "messages": (int,), "time": (str,),
-    "trail": (str,)}
+    "trail": (str,), "last_commit_us": (int, type(None))}
 
 
 class CheckpointFile:
@@ -95,19 +96,27 @@ class CheckpointFile:
         if not cp.time:
             cp = Checkpoint(**{**asdict(cp), "time": datetime.now(UTC).isoformat(
                 timespec="microseconds").replace("+00:00", "Z")})
-        os.makedirs(self.directory, exist_ok=True)
-        tmp = self.path + ".tmp"
         data = json.dumps(asdict(cp), indent=1).encode("utf-8")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            # No fsync of the directory: a lost rename leaves the previous, older checkpoint,
-            # which is still a correct (if less precise) damage check; the trail is the truth.
-            os.replace(tmp, self.path)
+            os.makedirs(self.directory, exist_ok=True)
+            write_atomically(self.path, data)
         except OSError as exc:
             raise TrailError(f"cannot write the checkpoint: {exc.strerror}",
                              file=self.path) from None
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a temporary file beside it, fsynced, then renamed, so a
+    reader sees the old or the new content, never a mix. Raises OSError.
+
+    No fsync of the directory: a lost rename leaves the previous, older file, which for the
+    checkpoint is still a correct (if less precise) damage check; the trail is the truth.
+    """
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

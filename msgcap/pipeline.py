@@ -60,6 +60,7 @@ class Stats:
     last_commit_us: int | None = None
     durable_transactions: int = 0
     durable_position: Position | None = None
+    heartbeat_us: int | None = None  # wall time of the capture loop's last heartbeat
 
     @property
     def total_operations(self) -> int:
@@ -69,7 +70,7 @@ class Stats:
         return Stats(self.messages, self.duplicates, self.discarded, self.transactions,
                      self.skipped_transactions, dict(self.operations), self.body_size,
                      list(self.trail_files), self.last_position, self.last_commit_us,
-                     self.durable_transactions, self.durable_position)
+                     self.durable_transactions, self.durable_position, self.heartbeat_us)
 
     def since(self, earlier: Stats) -> Stats:
         """The counts of the interval after ``earlier`` (positions are this one's)."""
@@ -81,7 +82,7 @@ class Stats:
                      {k: v for k, v in ops.items() if v}, self.body_size - earlier.body_size,
                      [f for f in self.trail_files if f not in earlier.trail_files],
                      self.last_position, self.last_commit_us, self.durable_transactions,
-                     self.durable_position)
+                     self.durable_position, self.heartbeat_us)
 
     def summary(self) -> str:
         """The multi-line summary replay prints and reports reuse."""
@@ -347,11 +348,13 @@ class Pipeline:
 
 def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
                    definitions: Any = None, parser: Parser | None = None,
-                   last_message_id: str | None = None, discard_sync: bool = False) -> Pipeline:
+                   last_message_id: str | None = None, discard_sync: bool = False,
+                   stats: Stats | None = None) -> Pipeline:
     """A Pipeline as ``settings`` configure it, continuing from the writer's ``recovery``.
 
     ``definitions`` default to ``gendef.build.build_definitions(settings)``; ``last_message_id``
-    (from a checkpoint) fixes the id width and the floor of ``time`` ids.
+    (from a checkpoint) fixes the id width and the floor of ``time`` ids; ``stats``: counters
+    someone else reads too (``msgcap run``'s status file).
     """
     if parser is None:
         from parsers.base import build_parser
@@ -369,7 +372,7 @@ def build_pipeline(settings: Any, writer: Writer, recovery: Any = None, *,
     discard = (DiscardFile(settings.error.file, sync=discard_sync)
                if settings.error.policy == "discard" else None)
     pipeline = Pipeline(parser, assembler, writer, ids, policy=settings.error.policy,
-                        discard=discard)
+                        discard=discard, stats=stats)
     if recovery is not None:  # what the trail held at start is durable
         pipeline.stats.durable_position = recovery.position
     return pipeline
