@@ -5,7 +5,9 @@ rename) after every durable group and serves three purposes on start: recovery r
 only from the checkpointed durable position on (restart time does not grow with the trail), the
 trail writer refuses a trail that ends before it (damage, never truncated), and the last message
 id fixes the id width and the floor of ``time`` ids. It names its trail (``trail.path``): two
-configurations sharing one ``trail.extract`` would otherwise take each other's checkpoint.
+configurations sharing one ``trail.extract`` would otherwise take each other's checkpoint. It
+also keeps the source commit time of the last durable transaction: ``msgcap status`` and a
+restarted capture measure lag from it.
 """
 
 from __future__ import annotations

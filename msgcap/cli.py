@@ -46,7 +46,8 @@ other command:
 
 exit status:
   0         done; msgcap run also when stopped by --max-idle, SIGTERM or SIGINT
-            (it finishes the open transaction first)
+            (it finishes the open transaction first); msgcap status: a capture
+            is running
   {MsgcapError.exit_code:<9} an error, reported as one line on stderr: a bad command line,
             property, definition, copybook or trail, a broker that refuses the
             connection (run retries one it cannot reach; send gives up), or a bad
