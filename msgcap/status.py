@@ -125,13 +125,13 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
     now = now_us() if now is None else now
     trail = settings.trail
     problems: list[str] = []
-    pid = holder(os.path.join(settings.checkpoint_dir, f"{trail.extract}.lock"))
+    lock = os.path.join(settings.checkpoint_dir, f"{trail.extract}.lock")
     status_file = status_path(settings.checkpoint_dir, trail.extract)
-    try:
-        published = load_status_file(status_file)
-    except MsgcapError as exc:
-        problems.append(str(exc))
-        published = None
+    pid, published = holder(lock), _published(status_file, problems)
+    if pid is None and published is not None and published["state"] == "running":
+        # a run that started, or stopped, while we looked? It publishes "stopped" before it
+        # lets the lock go, and takes the lock before it publishes "running": look again
+        pid, published = holder(lock), _published(status_file, [])
     checkpoints = CheckpointFile(settings.checkpoint_dir, trail.extract)
     try:
         cp = checkpoints.load(trail.path)
@@ -177,6 +177,14 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
         "heartbeat": heartbeat,
         "problems": problems,
     }
+
+
+def _published(path: str, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        return load_status_file(path)
+    except MsgcapError as exc:
+        problems.append(str(exc))
+        return None
 
 
 def _state(pid: int | None, published: dict[str, Any] | None, has_checkpoint: bool
