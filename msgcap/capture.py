@@ -297,7 +297,8 @@ class Capture:
                 file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
                 last_ordinal=writer.last_audit_pos, last_txid=writer.last_txid,
                 last_message_id=self.pipeline.ids.last, txnum=writer.txnum,
-                messages=self.pipeline.stats.messages, trail=writer.path))
+                messages=self.pipeline.stats.messages, trail=writer.path,
+                last_commit_us=self.pipeline.stats.last_commit_us))
         self.pipeline.mark_durable(pos)
         done, discarded = self._done, self._discarded
         self._done, self._discarded = [], []

@@ -5,7 +5,9 @@ rename) after every durable group and serves three purposes on start: recovery r
 only from the checkpointed durable position on (restart time does not grow with the trail), the
 trail writer refuses a trail that ends before it (damage, never truncated), and the last message
 id fixes the id width and the floor of ``time`` ids. It names its trail (``trail.path``): two
-configurations sharing one ``trail.extract`` would otherwise take each other's checkpoint.
+configurations sharing one ``trail.extract`` would otherwise take each other's checkpoint. It
+also keeps the source commit time of the last durable transaction: ``msgcap status`` and a
+restarted capture measure lag from it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Checkpoint:
     messages: int = 0
     time: str = ""
     trail: str = ""  # trail.path of the trail it describes ("" in checkpoints of older versions)
+    last_commit_us: int | None = None  # source commit time of the last durable transaction
 
     @property
     def position(self) -> Position:
@@ -53,7 +56,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "file": (str,), "seqno": (int,), "rba": (int,), "last_seqid": _OPTIONAL_TEXT,
     "last_ordinal": (int, type(None)), "last_txid": _OPTIONAL_TEXT,
     "last_message_id": _OPTIONAL_TEXT, "txnum": (int,), "messages": (int,), "time": (str,),
-    "trail": (str,)}
+    "trail": (str,), "last_commit_us": (int, type(None))}
 
 
 class CheckpointFile:

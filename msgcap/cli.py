@@ -21,6 +21,7 @@ COMMANDS = {
     "dump": "msgcap.commands.dump",
     "send": "msgcap.commands.send",
     "batch": "msgcap.commands.batch",
+    "status": "msgcap.commands.status",
 }
 
 HELPS = {
@@ -29,6 +30,7 @@ HELPS = {
     "dump": "show the records of trail files (Logdump-style, or --json)",
     "send": "publish message dumps to the configured destination",
     "batch": "replay archived message dumps with Spark",
+    "status": "show whether a capture runs, its durable position, trail, lag and last report",
 }
 
 
@@ -45,11 +47,14 @@ other command:
 
 exit status:
   0         done; msgcap run also when stopped by --max-idle, SIGTERM or SIGINT
-            (it finishes the open transaction first)
+            (it finishes the open transaction first); msgcap status: a capture
+            is running
   {MsgcapError.exit_code:<9} an error, reported as one line on stderr: a bad command line,
             property, definition, copybook or trail, a broker that refuses the
             connection (run retries one it cannot reach; send gives up), or a bad
             message under error.policy=abend
+  3         msgcap status: no capture is running (stopped cleanly, or never started)
+  4         msgcap status: the last run abended (stopped by an error, killed, crashed)
   {INTERRUPTED:<9} interrupted by Ctrl-C (commands other than run)
   1         anything else is a bug: Python prints a traceback; please report it
 
@@ -71,9 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"msgcap {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
-        p = sub.add_parser(name, help=HELPS[name], description=HELPS[name])
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=HELPS[name], description=HELPS[name],
+                           epilog=getattr(mod, "EPILOG", None),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         p.set_defaults(_module=module)
-        importlib.import_module(module).add_arguments(p)
+        mod.add_arguments(p)
     return parser
 
 

@@ -66,6 +66,7 @@ class Stats:
     last_commit_us: int | None = None
     durable_transactions: int = 0
     durable_position: Position | None = None
+    heartbeat_us: int | None = None  # wall time of the capture loop's last heartbeat
 
     @property
     def total_operations(self) -> int:
@@ -361,11 +362,13 @@ class Pipeline:
 
 def build_pipeline(settings: Settings, writer: Writer, recovery: Recovery | None = None, *,
                    definitions: Definitions | None = None, parser: Parser | None = None,
-                   last_message_id: str | None = None, discard_sync: bool = False) -> Pipeline:
+                   last_message_id: str | None = None, discard_sync: bool = False,
+                   stats: Stats | None = None) -> Pipeline:
     """A Pipeline as ``settings`` configure it, continuing from the writer's ``recovery``.
 
     ``definitions`` default to ``gendef.build.build_definitions(settings)``; ``last_message_id``
-    (from a checkpoint) fixes the id width and the floor of ``time`` ids.
+    (from a checkpoint) fixes the id width and the floor of ``time`` ids; ``stats``: counters
+    someone else reads too (``msgcap run``'s status file).
     """
     if parser is None:
         from parsers.base import build_parser
@@ -383,7 +386,7 @@ def build_pipeline(settings: Settings, writer: Writer, recovery: Recovery | None
     discard = (DiscardFile(settings.error.file, sync=discard_sync)
                if settings.error.policy == "discard" else None)
     pipeline = Pipeline(parser, assembler, writer, ids, policy=settings.error.policy,
-                        discard=discard)
+                        discard=discard, stats=stats)
     if recovery is not None:  # what the trail held at start is durable
         pipeline.stats.durable_position = recovery.position
     return pipeline

@@ -4,6 +4,13 @@ The numbers are the pipeline's ``Stats`` (the same counters replay prints); this
 decides when to print them (``jms.report.time`` / ``jms.report.records``), formats a report with
 "since start" and "since last report" parts, and serves ``GET /health`` and ``GET /metrics``
 (Prometheus text format) when ``report.http`` is set. The HTTP thread only reads counters.
+
+Lag is now − the source commit timestamp of the last transaction written (GoldenGate's lag: how
+far the trail is behind the source), computed when it is shown, so it grows while no message
+comes. That alone cannot tell "no traffic" from "stuck"; the heartbeat (``report.heartbeat``)
+can: every interval the capture loop itself writes a heartbeat line and sets
+``Stats.heartbeat_us`` (``msgcap_heartbeat_timestamp_seconds``), so a growing lag with a fresh
+heartbeat is a quiet source, and a heartbeat that stops advancing is a stuck capture.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ log = logging.getLogger("msgcap.report")
 
 
 def lag_seconds(stats: Stats, now_us: int) -> float | None:
-    """now − the last commit timestamp written, in seconds (None before the first)."""
+    """now − the source commit timestamp of the last transaction written, in seconds (None
+    before the first; after a restart, the checkpoint's last durable one)."""
     if stats.last_commit_us is None:
         return None
     return (now_us - stats.last_commit_us) / 1e6
@@ -36,30 +44,59 @@ def _now_us() -> int:
 
 
 class Reporter:
-    """Writes a report every ``every_seconds`` and/or every ``every_records`` messages."""
+    """Writes a report every ``every_seconds`` and/or every ``every_records`` messages, and a
+    heartbeat line every ``heartbeat`` seconds; ``publish`` is called after each of them
+    (``msgcap run`` replaces its status file there)."""
 
     def __init__(self, stats: Stats, *, every_seconds: float | None = None,
-                 every_records: int | None = None, output: str = "report",
-                 out: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
+                 every_records: int | None = None, heartbeat: float | None = None,
+                 output: str = "report", out: TextIO | None = None,
+                 publish: Callable[[], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  now_us: Callable[[], int] = _now_us) -> None:
         self.stats = stats
         self.every_seconds = every_seconds
         self.every_records = every_records
+        self.heartbeat = heartbeat
         self.output = output
         self.out = out or sys.stdout
+        self.publish = publish
         self._clock, self._now_us = clock, now_us
-        self.started = self._last_time = clock()
+        self.started = self._last_time = self._last_beat = self._last_message = clock()
         self._last = stats.copy()
+        self._messages_seen = stats.messages
         self.reports = 0
+        if heartbeat:
+            stats.heartbeat_us = now_us()  # starting is the first sign of life
 
     def tick(self) -> None:
-        """Report if an interval is due (cheap: called once per loop iteration)."""
+        """Report or beat if an interval is due (cheap: called once per loop iteration, after
+        each message and each poll that found none)."""
+        now = self._clock()
+        if self.stats.messages != self._messages_seen:
+            self._messages_seen, self._last_message = self.stats.messages, now
         by_records = bool(self.every_records and (
             self.stats.messages - self._last.messages >= self.every_records))
-        by_time = bool(self.every_seconds and (
-            self._clock() - self._last_time >= self.every_seconds))
+        by_time = bool(self.every_seconds and now - self._last_time >= self.every_seconds)
         if by_records or by_time:
             self.emit(self.report())
+            if self.publish is not None:
+                self.publish()
+        if self.heartbeat and now - self._last_beat >= self.heartbeat:
+            self.beat(now)
+
+    def beat(self, now: float) -> None:
+        """One heartbeat: the loop is alive; how long it has been idle and the lag."""
+        self._last_beat = now
+        stats = self.stats
+        stats.heartbeat_us = self._now_us()
+        lag = lag_seconds(stats, stats.heartbeat_us)
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        self.emit(f"msgcap heartbeat at {when}: idle {now - self._last_message:.0f} s, lag "
+                  + (f"{lag:.3f} s" if lag is not None else "n/a")
+                  + f", messages {stats.messages}; {stats.trail_status()}")
+        if self.publish is not None:
+            self.publish()
 
     def report(self, title: str = "report") -> str:
         """The text of one report; advances "since last"."""
@@ -151,8 +188,13 @@ def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
            "Commit timestamp of the last transaction written.",
            [("", f"{last / 1e6:.6f}" if last is not None else "NaN")])
     lag = lag_seconds(stats, now_us)
-    metric("msgcap_lag_seconds", "gauge", "Now minus the last commit timestamp.",
+    metric("msgcap_lag_seconds", "gauge",
+           "Now minus the source commit timestamp of the last transaction written.",
            [("", f"{lag:.6f}" if lag is not None else "NaN")])
+    if stats.heartbeat_us is not None:
+        metric("msgcap_heartbeat_timestamp_seconds", "gauge",
+               "When the capture loop last beat (report.heartbeat): it is alive.",
+               [("", f"{stats.heartbeat_us / 1e6:.6f}")])
     metric("msgcap_source_connected", "gauge", "1 while the message source is connected.",
            [("", 1 if connected else 0)])
     return "\n".join(out) + "\n"

@@ -66,7 +66,7 @@ GLOBAL_KEYS = frozenset({
     "trail.extract", "trail.uri",
     "checkpoint.dir", "archive.dir", "error.policy", "error.file",
     "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
-    "jms.spool.minage",
+    "report.heartbeat", "jms.spool.minage",
 })
 
 _OPTYPE_VALS = ("optype.insertval", "optype.updateval", "optype.deleteval")
@@ -588,6 +588,7 @@ class _Loader:
                 file=self.path("error.file") or _ERROR.file),
             log=self._log(),
             report_http=self._report_http(),
+            report_heartbeat=self._report_heartbeat(),
             lines={key: p.entry.line for key, p in self.items.items()},
         )
 
@@ -709,6 +710,14 @@ class _Loader:
                              "endpoint has no authentication: bind to 127.0.0.1 or [::1], or "
                              "set report.http.allowremote=true to serve other hosts")
         return host, int(port)
+
+    def _report_heartbeat(self) -> float | None:
+        """A duration of at least a second (each heartbeat replaces the status file)."""
+        seconds = self.duration("report.heartbeat")
+        if seconds is not None and seconds < 1:
+            raise self.error("report.heartbeat", f"{quoted(self.text('report.heartbeat') or '')} is "
+                             "less than 1sec")
+        return seconds
 
     def _trail(self) -> TrailSettings:
         path = self.path("trail.path") or _TRAIL.path

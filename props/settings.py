@@ -308,6 +308,7 @@ class Settings:
     error: ErrorSettings = ErrorSettings()
     log: LogSettings = LogSettings()
     report_http: tuple[str, int] | None = None
+    report_heartbeat: float | None = None  # seconds between heartbeats of msgcap run
     lines: dict[str, int] = field(default_factory=dict)  # canonical property -> line
 
     def where(self, prop: str) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from msgcap.sources.base import Source
+    from msgcap.status import StatusPublisher
     from props.settings import Settings
 
 log = logging.getLogger("msgcap.run")
@@ -38,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import FILE_ONLY, configure_logging
     from msgcap.lock import writer_locks
+    from msgcap.pipeline import Stats
     from msgcap.sources import source_for
+    from msgcap.status import StatusPublisher, status_path
     from props.errors import MsgcapError
     from props.loader import load_settings
 
@@ -51,7 +54,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         with writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
                           trail=trail.path):
-            return _capture(args, settings, source)
+            publisher = StatusPublisher(status_path(settings.checkpoint_dir, trail.extract),
+                                        Stats(), heartbeat=settings.report_heartbeat)
+            publisher.publish()
+            try:
+                done = _capture(args, settings, source, publisher)
+            except BaseException as exc:
+                publisher.publish("abended", _why(exc))
+                raise
+            publisher.publish("stopped")
+            return done
     except MsgcapError as exc:  # stderr gets it from the CLI, the log from here
         log.error("stopped by an error: %s", exc, extra=FILE_ONLY)
         raise
@@ -60,7 +72,20 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
-def _capture(args: argparse.Namespace, settings: Settings, source: Source) -> int:
+def _why(exc: BaseException) -> str:
+    """The reason an abended run leaves in its status file."""
+    from props.errors import MsgcapError
+    from props.text import printable_line
+
+    if isinstance(exc, MsgcapError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return printable_line(f"internal error: {type(exc).__name__}: {exc} (see the log)")
+
+
+def _capture(args: argparse.Namespace, settings: Settings, source: Source,
+             publisher: StatusPublisher) -> int:
     from gendef.build import build_definitions
     from msgcap.archive import Archive
     from msgcap.assembler import Assembler, ImageRules, Restart
@@ -85,13 +110,16 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source) -> in
     recovery = writer.open(saved.recovery if saved else None)
     pipeline = build_pipeline(settings, writer, recovery, definitions=definitions, parser=parser,
                               last_message_id=saved.last_message_id if saved else None,
-                              discard_sync=trail.sync != "none")
+                              discard_sync=trail.sync != "none", stats=publisher.stats)
+    if saved is not None:  # lag is measured from the last durable commit until the next one
+        pipeline.stats.last_commit_us = saved.last_commit_us
     rules = ImageRules.from_settings(settings)
     archive = (Archive(settings.archive_dir, trail.extract, megabytes=trail.megabytes,
                        sync=trail.sync) if settings.archive_dir else None)
     jms = settings.jms
     reporter = Reporter(pipeline.stats, every_seconds=jms.report_time,
-                        every_records=jms.report_records, output=jms.report_output)
+                        every_records=jms.report_records, heartbeat=settings.report_heartbeat,
+                        output=jms.report_output, publish=publisher.publish)
     capture = Capture(source, pipeline, writer, sync=trail.sync, checkpoint=checkpoints,
                       archive=archive, reporter=reporter, max_idle=args.max_idle,
                       stop_grace=args.stop_grace,

@@ -45,9 +45,11 @@ def _status_lines(help_text: str) -> dict[int, str]:
 
 def test_documents_the_exit_statuses_the_code_returns(help_text, tmp_path, capsys):
     statuses = _status_lines(help_text)
-    assert set(statuses) == {0, 1, MsgcapError.exit_code, INTERRUPTED}
+    assert set(statuses) == {0, 1, MsgcapError.exit_code, 3, 4, INTERRUPTED}
     assert "error" in statuses[MsgcapError.exit_code]
     assert "Ctrl-C" in statuses[INTERRUPTED]
+    assert statuses[3].startswith("msgcap status: no capture is running")
+    assert statuses[4].startswith("msgcap status: the last run abended")
     # a bad property and a bad command line both end with the documented error status
     bad = tmp_path / "bad.properties"
     bad.write_text("parser.type=csv\n")
@@ -78,3 +80,13 @@ def test_gendef_help_names_its_exit_statuses():
     done = _help("gendef")
     assert done.returncode == 0
     assert f"Exit status: 0 done, {MsgcapError.exit_code} error." in done.stdout
+
+
+def test_status_help_names_its_exit_statuses():
+    from msgcap.commands.status import ABENDED, NOT_RUNNING, RUNNING
+
+    done = _help("msgcap", "status")
+    assert done.returncode == 0
+    statuses = _status_lines(done.stdout)
+    assert set(statuses) == {RUNNING, NOT_RUNNING, ABENDED, MsgcapError.exit_code}
+    assert "running" in statuses[RUNNING] and "abended" in statuses[ABENDED]

@@ -1,0 +1,264 @@
+"""What ``msgcap status`` shows (GGSCI's INFO EXTRACT), read from files, without a broker.
+
+A capture is described by four things on disk, none of which ``status`` locks or changes:
+
+* the writer lock ``<checkpoint.dir>/<EXTRACT>.lock``: its holder (``lock.holder``) is the
+  running capture; a capture killed with ``kill -9`` holds nothing;
+* the checkpoint ``<EXTRACT>.cpj``: the durable position, and the source commit time of the last
+  durable transaction (lag = now − that time);
+* the trail files and their sizes;
+* the status file ``<EXTRACT>.status`` that ``msgcap run`` publishes (``StatusPublisher``) at
+  start, at each report and heartbeat, and when it stops: its pid, start time, the last
+  report's counters, the heartbeat, and how it ended (``stopped``, or ``abended`` with the
+  error). A file that still says ``running`` while nobody holds the lock is a run that ended
+  without stopping (killed, crashed): abended as well.
+
+``capture_status`` gathers them into one JSON-able dict (the stable shape of ``msgcap status
+--json``, docs/operations.md); ``status_text`` formats it for people.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from datetime import datetime
+from typing import Any
+
+from gendef.durable import atomic_write
+from msgcap.checkpoint import CheckpointFile
+from msgcap.lock import holder
+from msgcap.pipeline import OP_LABELS, Stats
+from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
+from msgcap.trail.reader import sequence_files
+from props.errors import MsgcapError
+
+log = logging.getLogger("msgcap.status")
+
+VERSION = 1  # of the status file and of the --json shape; grows only by new keys
+STATES = ("running", "stopped", "abended", "never-started")
+
+
+def status_path(checkpoint_dir: str, extract: str) -> str:
+    return os.path.join(checkpoint_dir, f"{extract}.status")
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _iso(us: int | None) -> str | None:
+    return unix_us_to_iso(us) if us is not None else None
+
+
+def counters(stats: Stats) -> dict[str, Any]:
+    """The counters of a report, as the status file and ``--json`` carry them."""
+    return {"messages": stats.messages, "duplicates": stats.duplicates,
+            "discarded": stats.discarded, "transactions": stats.transactions,
+            "durable_transactions": stats.durable_transactions,
+            "operations": [{"table": table, "op": OP_LABELS.get(op, op), "count": n}
+                           for (table, op), n in sorted(stats.operations.items())]}
+
+
+class StatusPublisher:
+    """``msgcap run``'s side: replaces the status file (atomically) when asked to publish.
+
+    A status file that cannot be written is a warning, never a reason to stop capturing: the
+    trail and the checkpoint are what count.
+    """
+
+    def __init__(self, path: str, stats: Stats, *, heartbeat: float | None = None) -> None:
+        self.path, self.stats = path, stats
+        self.heartbeat = float(heartbeat) if heartbeat else None
+        self.pid = os.getpid()
+        self.started_us = now_us()
+        self._failing = False
+
+    def publish(self, state: str = "running", error: str | None = None) -> None:
+        now = now_us()
+        record = {"version": VERSION, "pid": self.pid, "state": state, "error": error,
+                  "started": _iso(self.started_us), "updated": _iso(now),
+                  "heartbeat_seconds": self.heartbeat,
+                  "heartbeat": _iso(self.stats.heartbeat_us) if self.heartbeat else None,
+                  "report": {"time": _iso(now), **counters(self.stats)}}
+        try:
+            # no directory fsync: a status lost in a crash is rewritten at the next report
+            atomic_write(self.path, json.dumps(record, indent=1).encode("utf-8"), sync_dir=False)
+        except OSError as exc:
+            if not self._failing:
+                log.warning("%s: cannot write the status file: %s", self.path,
+                            exc.strerror or exc)
+            self._failing = True
+            return
+        self._failing = False
+
+
+def load_status_file(path: str) -> dict[str, Any] | None:
+    """The status file's content, None when there is none; a damaged one is a MsgcapError
+    naming the file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise MsgcapError(f"{path}: unreadable status file: {exc}") from None
+    if not isinstance(data, dict) or data.get("state") not in STATES or not isinstance(
+            data.get("pid"), int) or not isinstance(data.get("report"), dict):
+        raise MsgcapError(f"{path}: bad status file: not one written by msgcap run")
+    return data
+
+
+def _age(iso_time: str | None, now: int) -> float | None:
+    """Seconds from an ISO-8601 UTC time (``...Z``) to ``now`` µs."""
+    if not iso_time:
+        return None
+    try:
+        then = datetime_to_unix_us(datetime.fromisoformat(iso_time))
+    except (ValueError, TypeError):
+        return None
+    return round((now - then) / 1e6, 3)
+
+
+def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
+    """The status of the capture ``settings`` configure (the ``--json`` shape); damaged files
+    are listed in ``problems`` (one line each, naming the file) and left out."""
+    now = now_us() if now is None else now
+    trail = settings.trail
+    problems: list[str] = []
+    lock = os.path.join(settings.checkpoint_dir, f"{trail.extract}.lock")
+    status_file = status_path(settings.checkpoint_dir, trail.extract)
+    pid, published = holder(lock), _published(status_file, problems)
+    if pid is None and published is not None and published["state"] == "running":
+        # a run that started, or stopped, while we looked? It publishes "stopped" before it
+        # lets the lock go, and takes the lock before it publishes "running": look again
+        pid, published = holder(lock), _published(status_file, [])
+    checkpoints = CheckpointFile(settings.checkpoint_dir, trail.extract)
+    try:
+        cp = checkpoints.load(trail.path)
+    except MsgcapError as exc:
+        problems.append(str(exc))
+        cp = None
+
+    if published is not None and pid is not None and published["pid"] != pid:
+        published = None  # the previous run's: the new one has not published yet
+    state, error = _state(pid, published, cp is not None or os.path.exists(checkpoints.path))
+    last_commit = cp.last_commit_us if cp is not None else None
+    heartbeat = None
+    if published is not None and published.get("heartbeat_seconds"):
+        heartbeat = {"every_seconds": published["heartbeat_seconds"],
+                     "last": published.get("heartbeat"),
+                     "age_seconds": _age(published.get("heartbeat"), now)}
+    files = []
+    for _, path in sequence_files(trail.path, trail.seqlen):
+        try:
+            files.append({"file": path, "bytes": os.stat(path).st_size})
+        except FileNotFoundError:  # purged between listing and stat
+            continue
+    writer = holder(f"{trail.path}.lock")
+    return {
+        "version": VERSION,
+        "extract": trail.extract,
+        "state": state,
+        "pid": pid if pid is not None else (published or {}).get("pid"),
+        "started": (published or {}).get("started"),
+        "updated": (published or {}).get("updated"),
+        "error": error,
+        "checkpoint": None if cp is None else {
+            "path": checkpoints.path, "file": cp.file, "seqno": cp.seqno, "rba": cp.rba,
+            "transactions": cp.txnum, "messages": cp.messages, "last_seqid": cp.last_seqid,
+            "last_message_id": cp.last_message_id, "time": cp.time or None,
+            "age_seconds": _age(cp.time, now)},
+        "last_commit": _iso(last_commit),
+        "lag_seconds": round((now - last_commit) / 1e6, 3) if last_commit is not None else None,
+        "trail": {"path": trail.path, "files": files,
+                  "bytes": sum(f["bytes"] for f in files),
+                  "writer_pid": writer if writer != pid else None},
+        "report": (published or {}).get("report"),
+        "heartbeat": heartbeat,
+        "problems": problems,
+    }
+
+
+def _published(path: str, problems: list[str]) -> dict[str, Any] | None:
+    try:
+        return load_status_file(path)
+    except MsgcapError as exc:
+        problems.append(str(exc))
+        return None
+
+
+def _state(pid: int | None, published: dict[str, Any] | None, has_checkpoint: bool
+           ) -> tuple[str, str | None]:
+    """(state, why it abended)."""
+    if pid is not None:
+        return "running", None
+    if published is None:
+        return ("stopped" if has_checkpoint else "never-started"), None
+    if published["state"] == "running":
+        return "abended", (f"process {published['pid']} ended without stopping "
+                           "(killed or crashed)")
+    if published["state"] == "abended":
+        return "abended", published.get("error") or "stopped by an error"
+    return "stopped", None
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.3f} s" if value is not None else "n/a"
+
+
+def _when(iso_time: str | None) -> str:
+    """``2026-11-26 05:12:40 UTC`` from an ISO time (as the reports print times)."""
+    if not iso_time:
+        return "unknown"
+    return iso_time.replace("T", " ").split(".")[0].removesuffix("Z") + " UTC"
+
+
+def status_text(status: dict[str, Any]) -> str:
+    """``status`` for people: one line per part, labelled like the report."""
+    state = status["state"]
+    head = f"extract {status['extract']}: {state}"
+    if state == "running":
+        head += f" (pid {status['pid']}), started {_when(status['started'])}"
+    elif state == "never-started":
+        head += " (no checkpoint and no status file: no capture has run with these properties)"
+    elif status["pid"] is not None:
+        head += f"; the last run (pid {status['pid']}) started {_when(status['started'])}"
+    lines = [head]
+    if status["error"]:
+        lines.append(f"error: {status['error']}")
+    cp = status["checkpoint"]
+    if cp is not None:
+        lines.append(f"checkpoint: {cp['file']} RBA {cp['rba']} ({cp['transactions']} "
+                     f"transactions, {cp['messages']} messages, last seqid {cp['last_seqid']}), "
+                     f"written {_when(cp['time'])} ({_seconds(cp['age_seconds'])} ago)")
+    elif state != "never-started" and not status["problems"]:
+        lines.append("checkpoint: none yet (no transaction made durable)")
+    lines.append(f"last commit: {_when(status['last_commit']) if status['last_commit'] else 'none'}"
+                 f"; lag {_seconds(status['lag_seconds'])}")
+    trail = status["trail"]
+    files = trail["files"]
+    line = f"trail {trail['path']}: files {len(files)}, bytes {trail['bytes']}"
+    if files:
+        line += f"; last {files[-1]['file']} {files[-1]['bytes']} bytes"
+    if trail["writer_pid"] is not None:
+        line += f"; being written by process {trail['writer_pid']}"
+    lines.append(line)
+    report = status["report"]
+    if report is not None:
+        ops = report["operations"]
+        lines.append(f"report at {_when(report['time'])}: messages {report['messages']}  "
+                     f"duplicates {report['duplicates']}  discarded {report['discarded']}  "
+                     f"transactions {report['transactions']} "
+                     f"({report['durable_transactions']} durable)  "
+                     f"operations {sum(o['count'] for o in ops)}")
+        tables: dict[str, list[str]] = {}
+        for o in ops:
+            tables.setdefault(o["table"], []).append(f"{o['op']} {o['count']}")
+        lines += [f"  {table}  {'  '.join(parts)}" for table, parts in tables.items()]
+    beat = status["heartbeat"]
+    if beat is not None:
+        lines.append(f"heartbeat: every {beat['every_seconds']:g} s; last {_when(beat['last'])} "
+                     f"({_seconds(beat['age_seconds'])} ago)")
+    return "\n".join(lines)
