@@ -65,7 +65,10 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644
     """
     path = os.fspath(path)
     directory, name = os.path.split(path)
-    os.makedirs(directory or ".", exist_ok=True)
+    try:
+        os.makedirs(directory or ".", exist_ok=True)
+    except FileExistsError:  # a file where the directory should be: say so
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), directory) from None
     fd, tmp = tempfile.mkstemp(dir=directory or ".", prefix=f".{name}.", suffix=".tmp")
     try:
         try:
