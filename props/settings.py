@@ -218,6 +218,9 @@ class JmsSettings:
     ssl_ca: str | None = None
     ssl_cert: str | None = None
     ssl_key: str | None = None
+    vhost: str = "/"  # the CONNECT frame's host header (RabbitMQ's virtual host)
+    selector: str | None = None  # JMS selector, ActiveMQ only
+    ack: str = "client"  # 'client' (cumulative) | 'client-individual'
     id: str = "time"  # 'ogg' | 'time' | 'activemq' | a header name | 'module:function'
     id_kind: str = "time"  # 'ogg' | 'time' | 'activemq' | 'header' | 'callable'
     report_output: str = "report"  # 'report' | 'log' | 'both'
@@ -270,6 +273,7 @@ class ErrorSettings:
 
     policy: str = "abend"  # 'abend' | 'discard'
     file: str = "dirrpt/msgcap.dsc"
+    destination: str | None = None  # discard to this STOMP destination instead of the file
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

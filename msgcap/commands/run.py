@@ -84,6 +84,8 @@ def _capture(args: argparse.Namespace, settings: Any, source: Any) -> int:
     pipeline = build_pipeline(settings, writer, recovery, definitions=definitions, parser=parser,
                               last_message_id=saved.last_message_id if saved else None,
                               discard_sync=trail.sync != "none")
+    if settings.error.destination:  # the loader allows it with a STOMP source only
+        pipeline.discard = source.dead_letters(settings.error.destination)
     rules = ImageRules.from_settings(settings)
     archive = (Archive(settings.archive_dir, trail.extract, megabytes=trail.megabytes,
                        sync=trail.sync) if settings.archive_dir else None)

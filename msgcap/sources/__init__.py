@@ -32,4 +32,5 @@ def source_for(settings: Any) -> Source:
     return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
                        prefetch=jms.prefetch, heartbeat=tuple(jms.heartbeat), ssl_ca=jms.ssl_ca,
                        ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
-                       client_id=settings.trail.extract)
+                       client_id=settings.trail.extract, vhost=jms.vhost,
+                       selector=jms.selector, ack=jms.ack, id_mode=jms.id)
