@@ -615,6 +615,9 @@ class _Loader:
         destination = self.text("error.destination")
         if destination is not None:
             destination = self._destination(destination, "error.destination")
+            if destination.startswith("/topic/"):
+                raise self.error("error.destination", "a topic keeps a message only for the "
+                                 "subscribers it has at that moment: use a /queue/")
             if policy != "discard":
                 raise self.error("error.destination", "needs error.policy=discard")
             url = self.text("jms.url") or ""

@@ -85,13 +85,6 @@ _watch() {  # stop the node once process $1 has exited (a test run killed midway
     echo $! > "$DIR/watchdog.pid"
 }
 
-ensure_rabbitmq_package() {
-    if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
-        echo "installing the Debian rabbitmq-server package ..." >&2
-        _apt_install rabbitmq-server
-    fi
-}
-
 start() {
     if _alive && _port_open "$PORT"; then
         echo "rabbitmq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT)"

@@ -251,6 +251,8 @@ class StompSource(Source):
         self.window = max(1, prefetch // 2)
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
+        self.acknowledged = 0  # messages acknowledged, and the ACK frames that took
+        self.ack_frames = 0
         if any(e.tls for e in self.endpoints):
             self._tls_files()  # fail at start, not at the first connection
 
@@ -418,8 +420,8 @@ class StompSource(Source):
             message.ack = None
         if not durable:
             return
-        if self._ack_mode == "client":
-            # cumulative: the last of the delivered messages that are all durable
+        self.acknowledged += len(durable)
+        if self._ack_mode == "client":  # the last of the delivered messages all durable
             unacked, last = self._unacked, None
             while unacked and unacked[0].durable:
                 last = unacked.popleft()
@@ -427,6 +429,7 @@ class StompSource(Source):
         try:
             for delivery in durable:
                 conn.ack(delivery.ack_id)
+                self.ack_frames += 1
         except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
             self._lost_while_sending(exc)
 
@@ -466,6 +469,9 @@ class StompSource(Source):
         self._connected_epoch = -1
         if conn is not None:
             quiet_disconnect(conn)
+        if self.acknowledged:
+            log.info("%d messages acknowledged with %d ACK frames (jms.ack=%s)",
+                     self.acknowledged, self.ack_frames, self._ack_mode)
 
 
 class _Delivery:
