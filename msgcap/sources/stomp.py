@@ -4,9 +4,10 @@
   cumulatively: one ACK, for the last message of the longest run of delivered messages that are
   all durable, so a commit group costs one frame; a message still held (an open transaction not
   yet spilled) stops the run, and what follows it waits. ``client-individual`` sends one ACK per
-  durable message. The broker stops at ``jms.prefetch`` unacknowledged messages, so the capture
-  ends a commit group at half of it (``window``). STOMP transactions are not used: ActiveMQ 5.17
-  slows down and stops dispatching after many transacted ACKs on one subscription.
+  durable message. The broker stops at ``jms.prefetch`` unacknowledged messages (ActiveMQ also
+  at 200, its page size), so the capture ends a commit group before (``window``). STOMP
+  transactions are not used: ActiveMQ 5.17 slows down and stops dispatching after many
+  transacted ACKs on one subscription.
 * The broker is known from the CONNECTED frame's ``server`` header (``BrokerKind``): it decides
   the prefetch header, how a durable topic subscription is asked for, whether ``jms.selector``
   can be honoured and which ``jms.id`` modes give producer-assigned ids; what cannot work stops
@@ -56,6 +57,9 @@ log = logging.getLogger("msgcap.source")
 _DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
 CONNECT_TIMEOUT = 10.0
 RECEIPT_TIMEOUT = 30.0
+# ActiveMQ pages a queue in from its store 200 messages at a time (maxPageSize): a consumer that
+# holds 200 unacknowledged ones, whatever its prefetch, gets nothing more for about a second.
+ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
 
 
@@ -248,7 +252,6 @@ class StompSource(Source):
         self._epoch = 0
         self._connected_epoch = -1
         self._next_endpoint = 0
-        self.window = max(1, prefetch // 2)
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
         self.acknowledged = 0  # messages acknowledged, and the ACK frames that took
@@ -259,6 +262,15 @@ class StompSource(Source):
     @property
     def connected(self) -> bool:
         return self._conn is not None and self._connected_epoch == self._epoch
+
+    @property
+    def window(self) -> int:  # type: ignore[override]
+        """Unacknowledged messages after which the capture ends its commit group: half the
+        prefetch window, and on ActiveMQ at most ``ACTIVEMQ_WINDOW``."""
+        half = max(1, self._prefetch // 2)
+        if self.broker is not None and self.broker.activemq:
+            return min(half, ACTIVEMQ_WINDOW)
+        return half
 
     @property
     def topic(self) -> bool:
