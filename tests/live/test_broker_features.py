@@ -121,6 +121,15 @@ def test_producer_assigned_header_ids_work_on_rabbitmq(work, broker, queue):
     assert "messages 5" in done.stdout and work.seqids() == ids(1, 2, 3, 4, 5)
 
 
+@broker_test
+@on_rabbitmq
+def test_a_virtual_host_rabbitmq_does_not_have_stops_capture_at_connect(work, broker, queue):
+    work.properties(jms_url=broker.url, jms_destination=queue, jms_vhost="/nosuch")
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1")
+    assert done.returncode == 2
+    assert "Virtual host '/nosuch' access denied" in one_error_line(done)
+
+
 # -- the dead-letter destination ----------------------------------------------------------------
 
 @broker_test
