@@ -102,10 +102,6 @@ class BrokerKind:
         return self.server.lower().startswith("activemq")
 
     @property
-    def rabbitmq(self) -> bool:
-        return self.server.lower().startswith("rabbitmq")
-
-    @property
     def name(self) -> str:
         return self.server or "a broker that does not name itself"
 
@@ -122,17 +118,18 @@ class BrokerKind:
         return headers
 
 
-def refusal(broker: BrokerKind, *, selector: str | None, id_mode: str) -> PropertyError | None:
-    """Why capture cannot run as configured on ``broker`` (None: it can)."""
+def refusal(broker: BrokerKind, url: str, *, selector: str | None,
+            id_mode: str) -> PropertyError | None:
+    """Why capture cannot run as configured on ``broker`` at ``url`` (None: it can)."""
     if selector and not broker.activemq:
-        return PropertyError(f"{broker.name} does not apply JMS selectors over STOMP (it would "
-                             "deliver every message); remove jms.selector or use ActiveMQ",
-                             prop="jms.selector")
+        return PropertyError(f"{broker.name} at {url} does not apply JMS selectors over STOMP "
+                             "(it would deliver every message); remove jms.selector or use "
+                             "ActiveMQ", prop="jms.selector")
     mode = id_mode.strip().lower()
     if not broker.activemq and mode in ("activemq", "jmsmessageid", "message-id"):
-        return PropertyError(f"{broker.name} gives each delivery its own message-id, not the "
-                             "producer's: use jms.id=time, ogg, a header the producer sets, or "
-                             "module:function", prop="jms.id")
+        return PropertyError(f"{broker.name} at {url} gives each delivery its own message-id, "
+                             "not the producer's: use jms.id=time, ogg, a header the producer "
+                             "sets, or module:function", prop="jms.id")
     return None
 
 
@@ -327,10 +324,11 @@ class StompSource(Source):
                 self._stop.wait(delay)
                 continue
             broker = BrokerKind(listener.server)
-            problem = refusal(broker, selector=self._selector, id_mode=self._id_mode)
+            problem = refusal(broker, endpoint.url, selector=self._selector,
+                              id_mode=self._id_mode)
             if problem is not None:
                 quiet_disconnect(conn)
-                raise PropertyError(f"{problem.reason} ({endpoint.url})", prop=problem.prop)
+                raise problem
             self._connected_epoch, self.broker, self._listener = self._epoch, broker, listener
             refused = self._subscribe(conn, listener, broker)
             if refused is not None:
