@@ -10,8 +10,8 @@ For each broker (a private one started by ``scripts/<broker>.sh`` on a free loop
    before/after format) and drains them with a bare stomp.py consumer that acknowledges each
    message (``client-individual``, ``conn.ack`` per message, same prefetch): the baseline;
 2. queues the same N messages on a fresh queue and runs ``msgcap run --max-idle`` on them with
-   ``trail.sync=batch`` (fsync per group) and the default ``jms.ack=client`` (one cumulative ACK
-   per durable group): the capture.
+   ``trail.sync=batch`` (fsync per group), the default ``jms.ack=client`` (one cumulative ACK
+   per durable group) and ``jms.ack.batch`` (``--ack-batch``): the capture.
 
 Both rates are measured from the subscription to the last message (bare: its ACK; capture: the
 last durable checkpoint). Prints messages/s, the ratio (target >= 1.5x with the 200k backlog of
@@ -127,12 +127,14 @@ def _wait_peak_rss_mb(proc: subprocess.Popen) -> float:
     return peak_kb / 1024
 
 
-def capture(url: str, dest: str, n: int, prefetch: int, home: Path) -> tuple[float, float]:
+def capture(url: str, dest: str, n: int, prefetch: int, ack_batch: int,
+            home: Path) -> tuple[float, float]:
     """msgcap run on the delimited example; returns (messages/s, peak RSS MB)."""
     shutil.copytree(REPO / "examples" / "delimited", home)
     prop = home / "dirprm" / "jmsvam.properties"
     text = prop.read_text().replace("jms.url=dir:dirspool", f"jms.url={url}")
-    text += f"\njms.destination={dest}\njms.prefetch={prefetch}\ntrail.sync=batch\n"
+    text += (f"\njms.destination={dest}\njms.prefetch={prefetch}\njms.ack.batch={ack_batch}\n"
+             "trail.sync=batch\n")
     text += "error.policy=abend\n"
     prop.write_text(text)
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -151,7 +153,8 @@ def capture(url: str, dest: str, n: int, prefetch: int, home: Path) -> tuple[flo
     return n / (_utc(cp["time"]) - start), peak_mb
 
 
-def measure(url: str, n: int, prefetch: int, home: Path) -> tuple[float, float, float]:
+def measure(url: str, n: int, prefetch: int, ack_batch: int,
+            home: Path) -> tuple[float, float, float]:
     """(bare messages/s, capture messages/s, capture peak RSS MB) on the broker at ``url``."""
     q1, q2 = f"/queue/bench-bare-{uuid.uuid4().hex}", f"/queue/bench-cap-{uuid.uuid4().hex}"
     fill_s = fill(url, q1, n)
@@ -159,9 +162,9 @@ def measure(url: str, n: int, prefetch: int, home: Path) -> tuple[float, float, 
     bare = bare_consumer(url, q1, n, prefetch)
     print(f"  bare stomp.py consumer (client-individual, ACK per message): {bare:,.0f} messages/s")
     fill(url, q2, n)
-    rate, rss = capture(url, q2, n, prefetch, home)
-    print(f"  msgcap run (delimited example, durable trail, jms.ack=client): {rate:,.0f} "
-          f"messages/s, peak RSS {rss:.0f} MB")
+    rate, rss = capture(url, q2, n, prefetch, ack_batch, home)
+    print(f"  msgcap run (delimited example, durable trail, jms.ack=client, jms.ack.batch="
+          f"{ack_batch}): {rate:,.0f} messages/s, peak RSS {rss:.0f} MB")
     print(f"  capture / bare = {rate / bare:.2f}x (target >= 1.5x), peak RSS "
           f"{'<' if rss < 100 else '>='} 100 MB")
     return bare, rate, rss
@@ -171,6 +174,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--prefetch", type=int, default=1000)
+    ap.add_argument("--ack-batch", type=int, default=500,
+                    help="jms.ack.batch of the capture (default 500: scripts/activemq.sh gives "
+                         "ActiveMQ a maxPageSize of 1000)")
     ap.add_argument("--brokers", default="activemq,rabbitmq",
                     help="comma-separated: activemq, rabbitmq (default both)")
     ap.add_argument("--url", help="an already running broker (with one of --brokers)")
@@ -192,7 +198,7 @@ def main() -> None:
             print(f"{kind} ({url}):")
             try:
                 figures.append((kind, *measure(url, args.messages, args.prefetch,
-                                               work / f"home-{kind}")))
+                                               args.ack_batch, work / f"home-{kind}")))
             finally:
                 if broker_env is not None:
                     subprocess.run(["bash", str(script), "stop"], env=broker_env, check=False)

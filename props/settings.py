@@ -221,6 +221,7 @@ class JmsSettings:
     vhost: str = "/"  # the CONNECT frame's host header (RabbitMQ's virtual host)
     selector: str | None = None  # JMS selector, ActiveMQ only
     ack: str = "client"  # 'client' (cumulative) | 'client-individual'
+    ack_batch: int | None = None  # most messages per commit group; None: the broker's default
     id: str = "time"  # 'ogg' | 'time' | 'activemq' | a header name | 'module:function'
     id_kind: str = "time"  # 'ogg' | 'time' | 'activemq' | 'header' | 'callable'
     report_output: str = "report"  # 'report' | 'log' | 'both'

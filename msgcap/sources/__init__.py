@@ -33,4 +33,5 @@ def source_for(settings: Any) -> Source:
                        prefetch=jms.prefetch, heartbeat=tuple(jms.heartbeat), ssl_ca=jms.ssl_ca,
                        ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
                        client_id=settings.trail.extract, vhost=jms.vhost,
-                       selector=jms.selector, ack=jms.ack, id_mode=jms.id)
+                       selector=jms.selector, ack=jms.ack, ack_batch=jms.ack_batch,
+                       id_mode=jms.id)

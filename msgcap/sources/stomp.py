@@ -57,8 +57,9 @@ log = logging.getLogger("msgcap.source")
 _DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
 CONNECT_TIMEOUT = 10.0
 RECEIPT_TIMEOUT = 30.0
-# ActiveMQ pages a queue in from its store 200 messages at a time (maxPageSize): a consumer that
-# holds 200 unacknowledged ones, whatever its prefetch, gets nothing more for about a second.
+# ActiveMQ pages a queue in from its store 200 messages at a time (maxPageSize, by default): a
+# consumer that holds 200 unacknowledged ones, whatever its prefetch, gets nothing more for about
+# a second. A broker configured with a larger page size lets jms.ack.batch go higher.
 ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
 
@@ -223,7 +224,7 @@ class StompSource(Source):
                  ssl_cert: str | None = None, ssl_key: str | None = None,
                  client_id: str = "MSGCAP", backoff: Backoff | None = None,
                  vhost: str = "/", selector: str | None = None, ack: str = "client",
-                 id_mode: str = "time") -> None:
+                 ack_batch: int | None = None, id_mode: str = "time") -> None:
         self.endpoints = parse_urls(urls)
         self.url = ",".join(e.url for e in self.endpoints)
         if not destination:
@@ -238,7 +239,7 @@ class StompSource(Source):
         self._vhost, self._selector, self._id_mode = vhost, selector, id_mode
         if ack not in ("client", "client-individual"):
             raise ValueError(f"ack mode {ack!r}")
-        self._ack_mode = ack
+        self._ack_mode, self._ack_batch = ack, ack_batch
         self._unacked: collections.deque[_Delivery] = collections.deque()  # client: in order
         self._listener: _Listener | None = None
         self.broker: BrokerKind | None = None
@@ -263,11 +264,12 @@ class StompSource(Source):
     @property
     def window(self) -> int:  # type: ignore[override]
         """Unacknowledged messages after which the capture ends its commit group: half the
-        prefetch window, and on ActiveMQ at most ``ACTIVEMQ_WINDOW``."""
+        prefetch window, at most ``jms.ack.batch`` (on ActiveMQ by default ``ACTIVEMQ_WINDOW``)."""
         half = max(1, self._prefetch // 2)
-        if self.broker is not None and self.broker.activemq:
-            return min(half, ACTIVEMQ_WINDOW)
-        return half
+        batch = self._ack_batch
+        if batch is None and self.broker is not None and self.broker.activemq:
+            batch = ACTIVEMQ_WINDOW
+        return half if batch is None else min(half, batch)
 
     @property
     def topic(self) -> bool:

@@ -211,6 +211,18 @@ def test_group_acknowledgement_takes_one_frame_per_group_individual_one_per_mess
     assert "messages 0" in again.stdout
 
 
+@broker_test
+def test_a_commit_group_holds_at_most_jms_ack_batch_messages(work, broker, queue):
+    n = 2000
+    work.properties(jms_url=broker.url, jms_destination=queue, jms_ack_batch=40)
+    work.msgcap("send", "--prop", str(work.prop),
+                str(work.dump("in.jsonl", [work.body(i) for i in range(1, n + 1)])), check=True)
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert work.seqids() == ids(*range(1, n + 1))
+    messages, frames = ack_figures(work)
+    assert messages == n and frames >= n // 40
+
+
 class _Recorder:
     """Stands in for stomp.py's connection in a pure test of which ids are acknowledged."""
 

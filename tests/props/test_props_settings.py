@@ -251,6 +251,7 @@ def test_ignored_quietly(caplog):
     ("error.policy=ignore", "is not one of abend, discard"),
     ("jms.ack=auto", "'auto' is not one of client, client-individual"),
     ("jms.selector= ", "empty value"),
+    ("jms.ack.batch=0", "out of range"),
     ("gg.log=slf4j", "is not one of JDK, log4j, logback"),
     ("gg.log.level=LOUD", "is not ERROR, WARN, INFO or DEBUG"),
     ("report.http=9464", "'9464' is not host:port"),
@@ -276,8 +277,8 @@ STOMP = DELIM + "jms.url=stomp://h:61613\njms.destination=q\n"
 
 def test_broker_options_and_their_defaults():
     s = load(STOMP)
-    assert (s.jms.vhost, s.jms.selector, s.jms.ack, s.error.destination) == (
-        "/", None, "client", None)
+    assert (s.jms.vhost, s.jms.selector, s.jms.ack, s.jms.ack_batch, s.error.destination) == (
+        "/", None, "client", None, None)
     s = load(STOMP + "jms.vhost=/sales\njms.selector=region = 'EU'\njms.ack=Client-Individual\n"
              "error.policy=discard\nerror.destination=dead\n")
     assert (s.jms.vhost, s.jms.selector, s.jms.ack, s.error.destination) == (
