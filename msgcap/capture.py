@@ -109,12 +109,18 @@ class Capture:
         self._group_txs = 0
         self._group_first: float | None = None
         self.spill_path = spill_path
-        self.spill_at = spill_at or min(source.window or SPILL_AT, SPILL_AT)
+        self._spill_at = spill_at
         self._held: list[tuple[Message, str]] = []  # (message, raw id) held by the open tx
         self._spilled = False
         self._journaled: set[str] = set()  # raw ids in the journal (redelivered ones skip)
         self.spilled_messages = 0
         pipeline.stream_at = stream_at
+
+    @property
+    def spill_at(self) -> int:
+        """Held messages that make the open transaction spill: at most the source's window,
+        which a STOMP source knows once it is connected (it depends on the broker)."""
+        return self._spill_at or min(self.source.window or SPILL_AT, SPILL_AT)
 
     # -- control --------------------------------------------------------------------------------
 

@@ -148,6 +148,17 @@ class Processed:
     discarded: MessageError | None = None
 
 
+class Discards(Protocol):
+    """Where ``error.policy=discard`` puts a bad message: ``write`` returns once it is kept
+    (the capture then acknowledges it). ``DiscardFile``, or the dead-letter destination
+    (``msgcap.sources.stomp.DeadLetters``)."""
+
+    def write(self, message: Message, error: MessageError, *,
+              raw_id: str | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class DiscardFile:
     """``error.file``: one JSON line per discarded message (§10.4), opened on first use.
 
@@ -210,7 +221,7 @@ class Pipeline:
     """
 
     def __init__(self, parser: Parser, assembler: Assembler, writer: Writer, ids: MessageIds,
-                 *, policy: ErrorPolicy = "abend", discard: DiscardFile | None = None,
+                 *, policy: ErrorPolicy = "abend", discard: Discards | None = None,
                  stats: Stats | None = None) -> None:
         if policy not in ("abend", "discard"):
             raise ValueError(f"error policy {policy!r}")

@@ -59,12 +59,13 @@ _LOG_LEVELS: dict[str, LogLevel] = {"ERROR": "ERROR", "WARN": "WARN", "WARNING":
 GLOBAL_KEYS = frozenset({
     "parser.type",
     "jms.url", "jms.destination", "jms.user", "jms.password", "jms.prefetch", "jms.heartbeat",
-    "jms.ssl.ca", "jms.ssl.cert", "jms.ssl.key", "jms.id",
+    "jms.ssl.ca", "jms.ssl.cert", "jms.ssl.key", "jms.id", "jms.vhost", "jms.selector",
+    "jms.ack", "jms.ack.batch",
     "jms.report.output", "jms.report.time", "jms.report.records",
     "trail.path", "trail.seqlen", "trail.megabytes", "trail.sync", "trail.byteorder",
     "trail.compressupdates", "trail.getupdatebefores", "trail.compressdeletes", "trail.defs",
     "trail.extract", "trail.uri",
-    "checkpoint.dir", "archive.dir", "error.policy", "error.file",
+    "checkpoint.dir", "archive.dir", "error.policy", "error.file", "error.destination",
     "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
     "report.heartbeat", "jms.spool.minage",
 })
@@ -583,9 +584,7 @@ class _Loader:
             trail=trail,
             checkpoint_dir=self.path("checkpoint.dir") or _SETTINGS.checkpoint_dir,
             archive_dir=self.path("archive.dir"),
-            error=ErrorSettings(
-                policy=self.choice("error.policy", ("abend", "discard"), _ERROR.policy),
-                file=self.path("error.file") or _ERROR.file),
+            error=self._error(),
             log=self._log(),
             report_http=self._report_http(),
             report_heartbeat=self._report_heartbeat(),
@@ -619,12 +618,32 @@ class _Loader:
             prefetch=self.integer("jms.prefetch", None, 1) or _JMS.prefetch,
             heartbeat=self._heartbeat(),
             ssl_ca=self.path("jms.ssl.ca"), ssl_cert=ssl_cert, ssl_key=ssl_key,
+            vhost=self.text("jms.vhost") or _JMS.vhost, selector=self.text("jms.selector") or None,
+            ack=self.choice("jms.ack", ("client", "client-individual"), _JMS.ack),
+            ack_batch=self.integer("jms.ack.batch", None, 1),
             id=id_text, id_kind=id_kind,
             report_output=self.choice("jms.report.output", ("report", "log", "both"),
                                       _JMS.report_output),
             report_time=self.duration("jms.report.time"), report_records=records,
             spool_minage=self.duration("jms.spool.minage") or _JMS.spool_minage,
         )
+
+    def _error(self) -> ErrorSettings:
+        policy = self.choice("error.policy", ("abend", "discard"), _ERROR.policy)
+        destination = self.text("error.destination")
+        if destination is not None:
+            destination = self._destination(destination, "error.destination")
+            if destination.startswith("/topic/"):
+                raise self.error("error.destination", "a topic keeps a message only for the "
+                                 "subscribers it has at that moment: use a /queue/")
+            if policy != "discard":
+                raise self.error("error.destination", "needs error.policy=discard")
+            url = self.text("jms.url") or ""
+            if not url or url.startswith("dir:"):
+                raise self.error("error.destination", "needs a STOMP broker in jms.url")
+        return ErrorSettings(
+            policy=policy, destination=destination,
+            file=self.path("error.file") or _ERROR.file)
 
     def _url(self, item: str) -> str:
         if not item:
@@ -653,15 +672,14 @@ class _Loader:
             raise self.error("jms.url", f"port 0 out of range in {quoted(item)}")
         return item
 
-    def _destination(self, value: str) -> str:
+    def _destination(self, value: str, prop: str = "jms.destination") -> str:
         for kind in ("/queue/", "/topic/"):
             if value.startswith(kind):
                 if not value[len(kind):]:
-                    raise self.error("jms.destination", f"{quoted(value)} names no {kind[1:-1]}")
+                    raise self.error(prop, f"{quoted(value)} names no {kind[1:-1]}")
                 return value
         if value.startswith("/") or any(c.isspace() for c in value):
-            raise self.error("jms.destination",
-                             f"{quoted(value)} is not NAME, /queue/NAME or /topic/NAME")
+            raise self.error(prop, f"{quoted(value)} is not NAME, /queue/NAME or /topic/NAME")
         return f"/queue/{value}"
 
     def _jms_id(self) -> tuple[str, IdKind]:

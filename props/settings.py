@@ -26,6 +26,7 @@ SyncMode = Literal["transaction", "batch", "none"]
 ByteOrder = Literal["big", "little"]
 ErrorPolicy = Literal["abend", "discard"]
 LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG"]
+AckMode = Literal["client", "client-individual"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +231,10 @@ class JmsSettings:
     ssl_ca: str | None = None
     ssl_cert: str | None = None
     ssl_key: str | None = None
+    vhost: str = "/"  # the CONNECT frame's host header (RabbitMQ's virtual host)
+    selector: str | None = None  # JMS selector, ActiveMQ only
+    ack: AckMode = "client"  # cumulative; "client-individual": one ACK per message
+    ack_batch: int | None = None  # most messages per commit group; None: the broker's default
     id: str = "time"  # 'ogg' | 'time' | 'activemq' | a header name | 'module:function'
     id_kind: IdKind = "time"
     report_output: ReportOutput = "report"
@@ -282,6 +287,7 @@ class ErrorSettings:
 
     policy: ErrorPolicy = "abend"
     file: str = "dirrpt/msgcap.dsc"
+    destination: str | None = None  # discard to this STOMP destination instead of the file
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -134,7 +134,10 @@ _write_conf() {
           schedulerSupport="false" advisorySupport="false" dataDirectory="$DIR/data">
     <destinationPolicy>
       <policyMap><policyEntries>
-        <policyEntry queue=">" producerFlowControl="true" memoryLimit="32mb"/>
+        <!-- maxPageSize: a consumer holding as many unacknowledged messages as a page (200 by
+             default) gets no more until it acknowledges; msgcap's commit groups (jms.ack.batch)
+             must stay below it -->
+        <policyEntry queue=">" producerFlowControl="true" memoryLimit="32mb" maxPageSize="1000"/>
       </policyEntries></policyMap>
     </destinationPolicy>
     <persistenceAdapter>

@@ -31,6 +31,15 @@ ensure_activemq_package() {
     fi
 }
 
+# The Debian package's own service is not used (scripts/rabbitmq.sh runs a private node); in a
+# container without an init system its post-install start is refused, which is fine.
+ensure_rabbitmq_package() {
+    if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+        echo "installing the Debian rabbitmq-server package ..." >&2
+        _apt_install rabbitmq-server
+    fi
+}
+
 # Stops the process whose pid FILE holds (TERM, KILL after 30 s) and removes FILE.
 stop_pid_file() {
     local pid

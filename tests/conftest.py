@@ -1,9 +1,12 @@
-"""Project-wide fixtures: one real ActiveMQ broker per test session, a fresh queue per test.
+"""Project-wide fixtures: real brokers started once per test session, a fresh queue per test.
 
-Tests that need the broker are marked ``@pytest.mark.broker`` and take the ``broker`` (and usually
-``queue``) fixture. The broker is started once, lazily, by ``scripts/activemq.sh`` in a private
-directory on a free loopback port, so test runs on the same machine never share a broker; it is
-stopped by its pid when the session ends. ``MSGCAP_TEST_STOMP_PORT`` pins the port.
+Tests that need a broker are marked ``@pytest.mark.broker`` and take the ``broker`` (and usually
+``queue``) fixture: ActiveMQ, the reference broker, unless the test is parametrised over
+``BROKERS`` (``@pytest.mark.parametrize("broker", BROKERS, indirect=True)``), which runs it on
+RabbitMQ too. Each broker is started once, lazily, by its script (``scripts/activemq.sh``,
+``scripts/rabbitmq.sh``) in a private directory on a free loopback port, so test runs on the same
+machine never share a broker; it is stopped by its pid when the session ends (and RabbitMQ by
+itself if the session is killed). ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
 """
 
 from __future__ import annotations
@@ -20,16 +23,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "scripts" / "activemq.sh"
+BROKERS = ("activemq", "rabbitmq")
 
 
 @dataclass(slots=True)
 class Broker:
-    """A broker started by ``scripts/activemq.sh``; tests may stop and restart it."""
+    """A broker started by ``scripts/<kind>.sh``; tests may stop and restart it."""
 
     dir: Path
     port: int
-    env: dict[str, str] = field(default_factory=dict)  # more activemq.sh settings (TLS)
+    env: dict[str, str] = field(default_factory=dict)  # more script settings (TLS, owner)
+    kind: str = "activemq"  # 'activemq' | 'rabbitmq'
 
     @property
     def url(self) -> str:
@@ -38,10 +42,11 @@ class Broker:
     def _script(self, action: str) -> str:
         env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), MSGCAP_STOMP_PORT=str(self.port),
                    **self.env)
-        done = subprocess.run(["bash", str(SCRIPT), action], check=False, env=env, cwd=REPO,
-                              capture_output=True, text=True, timeout=180)
+        done = subprocess.run(["bash", str(REPO / "scripts" / f"{self.kind}.sh"), action],
+                              check=False, env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=180)
         if done.returncode != 0:
-            raise RuntimeError(f"activemq.sh {action} failed: {done.stdout}{done.stderr}")
+            raise RuntimeError(f"{self.kind}.sh {action} failed: {done.stdout}{done.stderr}")
         return done.stdout
 
     def start(self) -> None:
@@ -64,16 +69,32 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    """The session's broker, started on first use and stopped at the end of the session."""
-    port = int(os.environ.get("MSGCAP_TEST_STOMP_PORT") or _free_port())
-    b = Broker(tmp_path_factory.mktemp("broker"), port)
+def _session_broker(factory: pytest.TempPathFactory, kind: str, port: int) -> Iterator[Broker]:
+    b = Broker(factory.mktemp(kind), port, {"MSGCAP_BROKER_OWNER": str(os.getpid())}, kind)
     b.start()
     try:
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="session")
+def activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """The session's ActiveMQ, started on first use and stopped at the end of the session."""
+    port = int(os.environ.get("MSGCAP_TEST_STOMP_PORT") or _free_port())
+    yield from _session_broker(tmp_path_factory, "activemq", port)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """The session's RabbitMQ node (STOMP plugin), started on first use."""
+    yield from _session_broker(tmp_path_factory, "rabbitmq", _free_port())
+
+
+@pytest.fixture
+def broker(request: pytest.FixtureRequest) -> Broker:
+    """ActiveMQ, or the broker of ``BROKERS`` the test is parametrised with (indirect)."""
+    return request.getfixturevalue(getattr(request, "param", "activemq"))
 
 
 @pytest.fixture

@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("msgcap.send")
 
-# Headers the broker sets itself, or that describe a delivery rather than the message.
-_NOT_SENT = frozenset(("message-id", "destination", "timestamp", "redelivered", "subscription",
-                       "ack", "content-length", "receipt", "transaction", "expires"))
 RECEIPT_TIMEOUT = 120.0
 RECEIPT_EVERY = 500  # frames between receipt requests: what a failure can leave unconfirmed
 
@@ -87,17 +84,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def frame_of(message: Message) -> tuple[bytes, dict[str, str]]:
-    """The body and SEND headers of one dump message."""
-    headers = {k: v for k, v in message.headers.items() if k.lower() not in _NOT_SENT}
-    headers.setdefault("persistent", "true")
-    body = message.body
-    if isinstance(body, bytes):
-        headers["content-length"] = str(len(body))
-        return body, headers
-    return body.encode("utf-8"), headers
-
-
 class _SendListener:
     """Records receipts, ERROR frames and a lost connection (stomp.py's receiver thread only
     records; the sending thread decides). Receipt ids are ``send-<messages sent>``."""
@@ -143,6 +129,7 @@ def send_to_broker(settings: Settings, messages: Iterable[Message]) -> tuple[int
 
     from msgcap.sources.stomp import (
         CONNECT_TIMEOUT,
+        frame_of,
         parse_urls,
         quiet_disconnect,
         set_tls,
@@ -163,7 +150,7 @@ def send_to_broker(settings: Settings, messages: Iterable[Message]) -> tuple[int
         conn = stomp.Connection12([(endpoint.host, endpoint.port)], auto_decode=False,
                                   auto_content_length=False, heartbeats=(0, 0),
                                   reconnect_attempts_max=1, try_loopback_connect=False,
-                                  timeout=CONNECT_TIMEOUT)
+                                  timeout=CONNECT_TIMEOUT, vhost=jms.vhost)
         if endpoint.tls and tls is not None:
             set_tls(conn, endpoint, tls)
         conn.set_listener("send", listener)

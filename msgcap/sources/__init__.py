@@ -36,4 +36,6 @@ def source_for(settings: Settings) -> Source:
     return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
                        prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
                        ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
-                       client_id=settings.trail.extract)
+                       client_id=settings.trail.extract, vhost=jms.vhost,
+                       selector=jms.selector, ack=jms.ack, ack_batch=jms.ack_batch,
+                       id_mode=jms.id)

@@ -1,15 +1,25 @@
-"""The STOMP source (properties.md §8): ActiveMQ over stomp.py, exactly-once friendly.
+"""The STOMP source (properties.md §8): any STOMP 1.2 broker over stomp.py, exactly-once friendly.
 
-* ``ack: client-individual`` and nothing is acknowledged before it is durable: ``ack`` sends one
-  ACK per message whose transactions are in the trail (or which the capture spilled to its
-  journal). The broker stops at ``jms.prefetch`` unacknowledged messages, so the capture ends a
-  commit group at half of it (``window``). STOMP transactions are not used: ActiveMQ 5.17 slows
-  down and stops dispatching after many transacted ACKs on one subscription.
+* Nothing is acknowledged before it is durable. ``jms.ack=client`` (the default) acknowledges
+  cumulatively: one ACK, for the last message of the longest run of delivered messages that are
+  all durable, so a commit group costs one frame; a message still held (an open transaction not
+  yet spilled) stops the run, and what follows it waits. ``client-individual`` sends one ACK per
+  durable message. The broker stops at ``jms.prefetch`` unacknowledged messages (ActiveMQ also
+  at 200, its page size), so the capture ends a commit group before (``window``). STOMP
+  transactions are not used: ActiveMQ 5.17 slows down and stops dispatching after many
+  transacted ACKs on one subscription.
+* The broker is known from the CONNECTED frame's ``server`` header (``BrokerKind``): it decides
+  the prefetch header, how a durable topic subscription is asked for, whether ``jms.selector``
+  can be honoured and which ``jms.id`` modes give producer-assigned ids; what cannot work stops
+  capture at start (``refusal``) instead of capturing the wrong messages.
+* ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
+  broker's receipt before the capture may acknowledge the original.
 * stomp.py's receiver thread only records: a frame becomes a ``Message`` on a queue, a lost
   connection becomes a marker on the same queue. Reconnecting (next ``jms.url`` entry, ``Backoff``)
   and re-subscribing happen in ``receive`` on the capture thread, which then raises ``Redelivery``.
 * Bodies stay bytes until we decide: ActiveMQ sends ``content-length`` for BytesMessages only, so
-  a frame without it is a TextMessage and is decoded as UTF-8.
+  a frame without it is a TextMessage and is decoded as UTF-8; other brokers send it always, and
+  a body is text when it is valid UTF-8 (as in the spool source).
 * An ``ERROR`` frame in answer to CONNECT (authentication, protocol) stops capture, except
   "client-id already connected": the broker still holds our previous connection, whose
   unacknowledged messages it has not yet put back; we wait (back-off) so that they are
@@ -21,7 +31,9 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import logging
 import queue
 import random
@@ -37,13 +49,18 @@ from urllib.parse import urlsplit
 from msgcap.sources.base import Redelivery, Source
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from parsers.model import Message
-from props.errors import SourceError
+from props.errors import MsgcapError, PropertyError, SourceError
 
 log = logging.getLogger("msgcap.source")
 
 # Headers that describe the delivery to this subscriber, not the message.
 _DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
 CONNECT_TIMEOUT = 10.0
+RECEIPT_TIMEOUT = 30.0
+# ActiveMQ pages a queue in from its store 200 messages at a time (maxPageSize, by default): a
+# consumer that holds 200 unacknowledged ones, whatever its prefetch, gets nothing more for about
+# a second. A broker configured with a larger page size lets jms.ack.batch go higher.
+ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
 
 
@@ -72,6 +89,49 @@ def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
     if not out:
         raise SourceError("jms.url names no broker")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerKind:
+    """What the CONNECTED frame's ``server`` header (``product/version``) says about a broker."""
+
+    server: str
+
+    @property
+    def activemq(self) -> bool:
+        """ActiveMQ Classic (and Artemis): selectors, ``activemq.*`` headers, producer ids."""
+        return self.server.lower().startswith("activemq")
+
+    @property
+    def name(self) -> str:
+        return self.server or "a broker that does not name itself"
+
+    def subscribe_headers(self, prefetch: int, durable_name: str | None) -> dict[str, str]:
+        """The prefetch window, and a durable topic subscription named ``durable_name``."""
+        if self.activemq:
+            headers = {"activemq.prefetchSize": str(prefetch)}
+            if durable_name:
+                headers["activemq.subscriptionName"] = durable_name
+            return headers
+        headers = {"prefetch-count": str(prefetch)}
+        if durable_name:
+            headers.update({"durable": "true", "auto-delete": "false"})
+        return headers
+
+
+def refusal(broker: BrokerKind, url: str, *, selector: str | None,
+            id_mode: str) -> PropertyError | None:
+    """Why capture cannot run as configured on ``broker`` at ``url`` (None: it can)."""
+    if selector and not broker.activemq:
+        return PropertyError(f"{broker.name} at {url} does not apply JMS selectors over STOMP "
+                             "(it would deliver every message); remove jms.selector or use "
+                             "ActiveMQ", prop="jms.selector")
+    mode = id_mode.strip().lower()
+    if not broker.activemq and mode in ("activemq", "jmsmessageid", "message-id"):
+        return PropertyError(f"{broker.name} at {url} gives each delivery its own message-id, "
+                             "not the producer's: use jms.id=time, ogg, a header the producer "
+                             "sets, or module:function", prop="jms.id")
+    return None
 
 
 class Backoff:
@@ -112,9 +172,21 @@ class _Listener:
         self._source, self._epoch = source, epoch
         self.connect_error: str | None = None
         self.answered = threading.Event()  # CONNECTED, ERROR or loss: connect() stops waiting
+        self.server = ""
+        self.receipts: dict[str, threading.Event] = {}  # receipt id -> set when it comes
+        self.received: set[str] = set()  # receipts that came
+        self.refused: str | None = None  # an ERROR frame while a receipt was awaited
 
     def on_connected(self, frame: Any) -> None:
+        self.server = frame.headers.get("server", "")
         self.answered.set()
+
+    def on_receipt(self, frame: Any) -> None:
+        receipt = frame.headers.get("receipt-id", "")
+        event = self.receipts.get(receipt)
+        if event is not None:
+            self.received.add(receipt)
+            event.set()
 
     def on_message(self, frame: Any) -> None:
         self._source._queue.put(self._source._message(frame, self._epoch))
@@ -127,10 +199,16 @@ class _Listener:
             self.connect_error = text or "ERROR frame"
             self.answered.set()
             return
+        if self.receipts:
+            self.refused = text or "ERROR frame"
+            for event in self.receipts.values():
+                event.set()
         self._source._queue.put(_Lost(self._epoch, f"broker error: {text}"))
 
     def on_disconnected(self) -> None:
         self.answered.set()
+        for event in self.receipts.values():
+            event.set()
         self._source._queue.put(_Lost(self._epoch, "connection lost"))
 
     def on_heartbeat_timeout(self) -> None:
@@ -144,7 +222,9 @@ class StompSource(Source):
                  password: str | None = None, prefetch: int = 1000,
                  heartbeat: tuple[int, int] = (10000, 10000), ssl_ca: str | None = None,
                  ssl_cert: str | None = None, ssl_key: str | None = None,
-                 client_id: str = "MSGCAP", backoff: Backoff | None = None) -> None:
+                 client_id: str = "MSGCAP", backoff: Backoff | None = None,
+                 vhost: str = "/", selector: str | None = None, ack: str = "client",
+                 ack_batch: int | None = None, id_mode: str = "time") -> None:
         self.endpoints = parse_urls(urls)
         self.url = ",".join(e.url for e in self.endpoints)
         if not destination:
@@ -156,6 +236,13 @@ class StompSource(Source):
         self._ssl = (ssl_ca, ssl_cert, ssl_key)
         self._tls: TlsFiles | None = None  # checked once, by _tls_files()
         self._client_id = client_id
+        self._vhost, self._selector, self._id_mode = vhost, selector, id_mode
+        if ack not in ("client", "client-individual"):
+            raise ValueError(f"ack mode {ack!r}")
+        self._ack_mode, self._ack_batch = ack, ack_batch
+        self._unacked: collections.deque[_Delivery] = collections.deque()  # client: in order
+        self._listener: _Listener | None = None
+        self.broker: BrokerKind | None = None
         self._backoff = backoff or Backoff()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -163,15 +250,26 @@ class StompSource(Source):
         self._epoch = 0
         self._connected_epoch = -1
         self._next_endpoint = 0
-        self.window = max(1, prefetch // 2)
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
+        self.acknowledged = 0  # messages acknowledged, and the ACK frames that took
+        self.ack_frames = 0
         if any(e.tls for e in self.endpoints):
             self._tls_files()  # fail at start, not at the first connection
 
     @property
     def connected(self) -> bool:
         return self._conn is not None and self._connected_epoch == self._epoch
+
+    @property
+    def window(self) -> int:  # type: ignore[override]
+        """Unacknowledged messages after which the capture ends its commit group: half the
+        prefetch window, at most ``jms.ack.batch`` (on ActiveMQ by default ``ACTIVEMQ_WINDOW``)."""
+        half = max(1, self._prefetch // 2)
+        batch = self._ack_batch
+        if batch is None and self.broker is not None and self.broker.activemq:
+            batch = ACTIVEMQ_WINDOW
+        return half if batch is None else min(half, batch)
 
     @property
     def topic(self) -> bool:
@@ -196,7 +294,7 @@ class StompSource(Source):
                 [(endpoint.host, endpoint.port)], heartbeats=self._heartbeat,
                 heart_beat_receive_scale=1.5, auto_decode=False, auto_content_length=False,
                 reconnect_attempts_max=1, reconnect_sleep_initial=0.0, reconnect_sleep_max=0.0,
-                timeout=CONNECT_TIMEOUT, try_loopback_connect=False)
+                timeout=CONNECT_TIMEOUT, try_loopback_connect=False, vhost=self._vhost)
             if endpoint.tls:
                 set_tls(conn, endpoint, self._tls_files())
             conn.set_listener("msgcap", listener)
@@ -227,18 +325,41 @@ class StompSource(Source):
                             failure, delay)
                 self._stop.wait(delay)
                 continue
-            self._connected_epoch = self._epoch
-            self._subscribe(conn)
+            broker = BrokerKind(listener.server)
+            problem = refusal(broker, endpoint.url, selector=self._selector,
+                              id_mode=self._id_mode)
+            if problem is not None:
+                quiet_disconnect(conn)
+                raise problem
+            self._connected_epoch, self.broker, self._listener = self._epoch, broker, listener
+            refused = self._subscribe(conn, listener, broker)
+            if refused is not None:
+                quiet_disconnect(conn)
+                if listener.refused is not None:  # an ERROR frame: no retry can cure it
+                    raise SourceError(f"{broker.name} refused the subscription to "
+                                      f"{self.destination}: {refused}", url=endpoint.url)
+                delay = self._backoff.delay()
+                log.warning("cannot subscribe at %s (%s); retrying in %.1f s", endpoint.url,
+                            refused, delay)
+                self._connected_epoch = -1
+                self._stop.wait(delay)
+                continue
             self._conn, self.endpoint = conn, endpoint
             self._backoff.reset()
-            log.info("connected to %s, consuming %s", endpoint.url, self.destination)
+            log.info("connected to %s (%s), consuming %s", endpoint.url, broker.name,
+                     self.destination)
             return
 
-    def _subscribe(self, conn: Any) -> None:
-        headers = {"activemq.prefetchSize": str(self._prefetch)}
-        if self.topic:
-            headers["activemq.subscriptionName"] = self._client_id
-        conn.subscribe(self.destination, id="1", ack="client-individual", headers=headers)
+    def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:
+        """SUBSCRIBE and wait for the broker's receipt (a refused selector or destination
+        comes back as an ERROR frame); the failure, or None."""
+        durable = self._client_id if self.topic else None
+        headers = broker.subscribe_headers(self._prefetch, durable)
+        if self._selector:
+            headers["selector"] = self._selector
+        return confirmed(conn, listener, lambda receipt: conn.subscribe(
+            self.destination, id=durable or "1", ack=self._ack_mode,
+            headers={**headers, "receipt": receipt}))
 
     def _tls_files(self) -> TlsFiles:
         if self._tls is None:
@@ -257,6 +378,7 @@ class StompSource(Source):
         self._connected_epoch = -1
         if conn is not None:
             quiet_disconnect(conn)
+        self._unacked.clear()
         while True:  # what is queued came over the old connection and will be redelivered
             try:
                 self._queue.get_nowait()
@@ -268,14 +390,15 @@ class StompSource(Source):
     def _message(self, frame: Any, epoch: int) -> Message:
         raw = frame.headers
         body = frame.body if frame.body is not None else b""
-        if "content-length" not in raw:
+        broker = self.broker
+        if "content-length" not in raw or (broker is not None and not broker.activemq):
             try:  # noqa: SIM105 - per message: cheaper than contextlib.suppress
                 body = body.decode("utf-8")
             except UnicodeDecodeError:
                 pass
         headers = {k: v for k, v in raw.items() if k not in _DELIVERY_HEADERS}
         return Message(raw.get("message-id", ""), headers, body,
-                       (epoch, raw.get("ack") or raw.get("message-id")), None)
+                       _Delivery(epoch, raw.get("ack") or raw.get("message-id")), None)
 
     def receive(self, timeout: float) -> Message | None:
         if self._conn is None:
@@ -293,30 +416,57 @@ class StompSource(Source):
                 return None  # a marker of a connection we closed ourselves
             self._reconnect(item.reason)
             raise Redelivery(item.reason)
+        if self._ack_mode == "client" and item.ack.epoch == self._epoch:
+            self._unacked.append(item.ack)
         return item
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         epoch, conn = self._epoch, self._conn
-        ids = []
+        durable = []
         for message in (*done, *discarded):
-            handle = message.ack
-            if handle is None or handle[0] != epoch or conn is None:
+            delivery = message.ack
+            if delivery is None or delivery.epoch != epoch or conn is None:
                 continue  # acknowledged already (spilled), or of a lost connection
-            ids.append(handle[1])
+            delivery.durable = True
+            durable.append(delivery)
             message.ack = None
-        if not ids:
+        if not durable:
             return
+        self.acknowledged += len(durable)
+        if self._ack_mode == "client":  # the last of the delivered messages all durable
+            unacked, last = self._unacked, None
+            while unacked and unacked[0].durable:
+                last = unacked.popleft()
+            durable = [last] if last is not None else []
         try:
-            # One ACK frame per message (client-individual), written in one go: stomp.py's
-            # per-frame path costs more than the rest of the capture per message.
-            transport = conn.transport
-            data = ack_frames(ids)
-            if transport.blocking:
-                transport.send(data)
-            else:  # TLS: stomp.py's io loop owns the socket
-                transport.send_queue.put(data)
+            for delivery in durable:
+                conn.ack(delivery.ack_id)
+                self.ack_frames += 1
         except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
             self._lost_while_sending(exc)
+
+    def dead_letters(self, destination: str) -> DeadLetters:
+        """``error.destination`` on this source's connection (see ``DeadLetters``)."""
+        return DeadLetters(self, destination)
+
+    def publish_confirmed(self, destination: str, message: Message,
+                          extra: dict[str, str]) -> None:
+        """SEND ``message`` (persistent, plus ``extra`` headers) and wait for the receipt;
+        raises ``SourceError`` when the broker does not confirm it."""
+        conn, listener = self._conn, self._listener
+        body, headers = frame_of(message)
+        headers.update(extra)
+        failure: str | None = "not connected"
+        if conn is not None and listener is not None:
+            try:
+                failure = confirmed(conn, listener, lambda receipt: conn.send(
+                    destination, body, headers={**headers, "receipt": receipt}))
+            except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
+                failure = str(exc) or type(exc).__name__
+        if failure is not None:
+            raise SourceError(f"error.destination {destination}: the broker did not confirm "
+                              f"message {message.name} ({failure}); it stays on the queue",
+                              url=self.endpoint.url if self.endpoint else self.url)
 
     def _lost_while_sending(self, exc: Exception) -> None:
         """A send failed: the receiver thread reports the loss; make sure it is seen."""
@@ -331,6 +481,77 @@ class StompSource(Source):
         self._connected_epoch = -1
         if conn is not None:
             quiet_disconnect(conn)
+        if self.acknowledged:
+            log.info("%d messages acknowledged with %d ACK frames (jms.ack=%s)",
+                     self.acknowledged, self.ack_frames, self._ack_mode)
+
+
+class _Delivery:
+    """``Message.ack`` of a STOMP message: its connection, ``ack`` header and whether it is
+    durable (``client`` mode acknowledges up to the first one that is not)."""
+
+    __slots__ = ("ack_id", "durable", "epoch")
+
+    def __init__(self, epoch: int, ack_id: str) -> None:
+        self.epoch, self.ack_id, self.durable = epoch, ack_id, False
+
+
+class DeadLetters:
+    """``error.destination`` (§10.4): where ``error.policy=discard`` puts a bad message instead
+    of the discard file, with why in ``msgcap-error*`` headers. ``write`` returns once the broker
+    confirmed it (receipt), so the capture may then acknowledge the original; same interface as
+    ``msgcap.pipeline.DiscardFile``."""
+
+    def __init__(self, source: StompSource, destination: str) -> None:
+        self.source, self.path = source, destination
+
+    def write(self, message: Message, error: MsgcapError, *, raw_id: str | None = None) -> None:
+        extra = {"msgcap-error": getattr(error, "reason", str(error)),
+                 "msgcap-source-destination": self.source.destination,
+                 "msgcap-source-message-id": raw_id or message.id}
+        position = getattr(error, "position", None)
+        if position:
+            extra["msgcap-error-position"] = position
+        self.source.publish_confirmed(self.path, message, extra)
+
+    def close(self) -> None:
+        """Nothing to release: the source's connection carries the messages."""
+
+
+_receipts = itertools.count(1)
+
+
+def confirmed(conn: Any, listener: _Listener, send: Callable[[str], None]) -> str | None:
+    """``send(receipt_id)`` one frame that asks for a receipt, and wait for it; the failure
+    (an ERROR frame's text, a lost connection, a timeout), or None once it is confirmed."""
+    receipt = f"msgcap-{next(_receipts)}"
+    event = listener.receipts[receipt] = threading.Event()
+    try:
+        send(receipt)
+        if not event.wait(RECEIPT_TIMEOUT):
+            return f"no receipt within {RECEIPT_TIMEOUT:.0f} s"
+    finally:
+        del listener.receipts[receipt]
+    if receipt in listener.received:
+        return None
+    return listener.refused or "connection lost"
+
+
+# Headers a broker sets itself, or that describe a delivery rather than the message: not sent.
+_NOT_SENT = frozenset(("message-id", "destination", "timestamp", "redelivered", "subscription",
+                       "ack", "content-length", "receipt", "transaction", "expires"))
+
+
+def frame_of(message: Any) -> tuple[bytes, dict[str, str]]:
+    """The body and SEND headers of a message: persistent unless it says otherwise; a text body
+    without ``content-length`` (a JMS TextMessage), bytes with it (a BytesMessage)."""
+    headers = {k: v for k, v in message.headers.items() if k.lower() not in _NOT_SENT}
+    headers.setdefault("persistent", "true")
+    body = message.body
+    if isinstance(body, bytes):
+        headers["content-length"] = str(len(body))
+        return body, headers
+    return body.encode("utf-8"), headers
 
 
 def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:
@@ -402,17 +623,6 @@ def _close_without_waiting(transport: Any) -> None:
         disconnect()
 
     transport.disconnect_socket = disconnect_at_once
-
-
-def _escape(value: str) -> str:
-    """STOMP 1.2 header value escaping."""
-    return (value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
-            .replace("\r", "\\r"))
-
-
-def ack_frames(ack_ids: Sequence[str]) -> bytes:
-    """STOMP 1.2 ``ACK`` frames, one per id (the ``ack`` header of each MESSAGE)."""
-    return b"".join(b"ACK\nid:%s\n\n\x00" % _escape(i).encode("utf-8") for i in ack_ids)
 
 
 def quiet_disconnect(conn: Any, wait: float = 2.0) -> None:

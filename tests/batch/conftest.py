@@ -86,7 +86,8 @@ def packed_environment() -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=300)
         source = Path(work) / "src"  # the working tree, without its venv and outputs
         shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-            ".venv", ".git", "*.egg-info", "build", "__pycache__", ".spark-cluster", ".broker"))
+            ".venv", ".git", "*.egg-info", "build", "__pycache__", ".spark-cluster", ".broker",
+            ".rabbitmq"))
         subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q",
                         str(source)], check=True, timeout=900)
         partial = archive.with_name(f"partial-{os.getpid()}-{archive.name}")

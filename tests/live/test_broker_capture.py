@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.broker
+from tests.conftest import BROKERS
+
+pytestmark = [pytest.mark.broker,
+              pytest.mark.parametrize("broker", BROKERS, indirect=True)]
 
 
 def test_send_then_run_captures_everything_in_order(work, broker, queue) -> None:

@@ -13,7 +13,10 @@ import urllib.request
 
 import pytest
 
-pytestmark = pytest.mark.broker
+from tests.conftest import BROKERS
+
+pytestmark = [pytest.mark.broker,
+              pytest.mark.parametrize("broker", BROKERS, indirect=True)]
 
 EXPECTED_ORDER = "every message once, in order"
 

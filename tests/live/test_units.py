@@ -199,14 +199,6 @@ def test_http_health_follows_the_connection_and_metrics_are_served() -> None:
         http.close()
 
 
-def test_ack_frames_are_stomp_12_acks_with_escaped_ids() -> None:
-    from msgcap.sources.stomp import ack_frames
-
-    assert ack_frames(["ID:vm-1:2", "a\\b\nc"]) == (
-        b"ACK\nid:ID\\cvm-1\\c2\n\n\x00" + b"ACK\nid:a\\\\b\\nc\n\n\x00")
-    assert ack_frames([]) == b""
-
-
 def test_later_reports_also_give_the_interval() -> None:
     import io
 

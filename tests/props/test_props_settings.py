@@ -273,6 +273,9 @@ def test_ignored_quietly(caplog):
     ("trail.extract=1ABC", "is not 1–8 characters"),
     ("trail.extract=AB-C", "is not 1–8 characters"),
     ("error.policy=ignore", "is not one of abend, discard"),
+    ("jms.ack=auto", "'auto' is not one of client, client-individual"),
+    ("jms.selector= ", "empty value"),
+    ("jms.ack.batch=0", "out of range"),
     ("gg.log=slf4j", "is not one of JDK, log4j, logback"),
     ("gg.log.level=LOUD", "is not ERROR, WARN, INFO or DEBUG"),
     ("report.http=9464", "'9464' is not host:port"),
@@ -291,6 +294,34 @@ def test_global_value_errors(extra, fragment):
 def test_stomp_needs_destination():
     assert fail(DELIM + "jms.url=stomp://h:61613\n") == (
         f"{FILE}:4: jms.url: a STOMP source needs jms.destination")
+
+
+STOMP = DELIM + "jms.url=stomp://h:61613\njms.destination=q\n"
+
+
+def test_broker_options_and_their_defaults():
+    s = load(STOMP)
+    assert (s.jms.vhost, s.jms.selector, s.jms.ack, s.jms.ack_batch, s.error.destination) == (
+        "/", None, "client", None, None)
+    s = load(STOMP + "jms.vhost=/sales\njms.selector=region = 'EU'\njms.ack=Client-Individual\n"
+             "error.policy=discard\nerror.destination=dead\n")
+    assert (s.jms.vhost, s.jms.selector, s.jms.ack, s.error.destination) == (
+        "/sales", "region = 'EU'", "client-individual", "/queue/dead")
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    ("error.policy=discard\nerror.destination=/topic/dead",
+     "error.destination: a topic keeps a message only for the subscribers"),
+    ("error.policy=discard\nerror.destination=/other/dead", "is not NAME, /queue/NAME"),
+    ("error.destination=dead", "error.destination: needs error.policy=discard"),
+])
+def test_dead_letter_destination_errors(extra, fragment):
+    assert fragment in fail(STOMP + extra + "\n")
+
+
+def test_dead_letter_destination_needs_a_broker():
+    text = DELIM + "jms.url=dir:spool\nerror.policy=discard\nerror.destination=dead\n"
+    assert "error.destination: needs a STOMP broker in jms.url" in fail(text)
 
 
 def test_dir_url_needs_no_destination():

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# A private RabbitMQ node with STOMP for development, tests and CI (not the system service).
+#
+#   bash scripts/rabbitmq.sh start     # install rabbitmq-server if missing, start, wait for STOMP
+#   bash scripts/rabbitmq.sh stop      # stop the node this directory started (by its pid)
+#   bash scripts/rabbitmq.sh status    # "running pid N stomp://127.0.0.1:PORT" or exit 1
+#   bash scripts/rabbitmq.sh restart   # same node, same data: durable queues keep their messages
+#
+# Environment:
+#   MSGCAP_BROKER_DIR   private directory for the node's data, logs, config, cookie and pid files
+#                       (default: .rabbitmq/ in the repository)
+#   MSGCAP_STOMP_PORT   STOMP port on 127.0.0.1 (default 61613)
+#   MSGCAP_BROKER_WAIT  seconds to wait for the STOMP port (default 90)
+#   MSGCAP_BROKER_OWNER a pid: the node stops by itself once that process has exited
+#
+# The node listens on loopback only: STOMP (rabbitmq_stomp, the only plugin), no AMQP listener, no
+# management UI. Its Erlang distribution port and its own epmd take free loopback ports chosen at
+# the first start and kept in the directory, so several nodes run side by side and a restart
+# finds its data again. Its cookie lives in the directory ($HOME is set there).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+DIR="${MSGCAP_BROKER_DIR:-$PWD/.rabbitmq}"
+PORT="${MSGCAP_STOMP_PORT:-61613}"
+WAIT="${MSGCAP_BROKER_WAIT:-90}"
+OWNER="${MSGCAP_BROKER_OWNER:-}"
+PIDFILE="$DIR/rabbitmq.pid"
+LOG="$DIR/rabbitmq.out"
+
+_port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+_free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+_alive() {
+    [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+# The node's environment: name, directories, ports and config all private to $DIR.
+_node_env() {
+    [ -f "$DIR/ports" ] || printf '%s %s\n' "$(_free_port)" "$(_free_port)" > "$DIR/ports"
+    local dist epmd
+    read -r dist epmd < "$DIR/ports"
+    export HOME="$DIR"
+    export RABBITMQ_NODENAME="msgcap$PORT@localhost" RABBITMQ_USE_LONGNAME=false
+    export RABBITMQ_MNESIA_BASE="$DIR/mnesia" RABBITMQ_LOG_BASE="$DIR/log"
+    export RABBITMQ_CONFIG_FILE="$DIR/rabbitmq.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$DIR/advanced.config"
+    export RABBITMQ_ENABLED_PLUGINS_FILE="$DIR/enabled_plugins"
+    export RABBITMQ_PID_FILE="$DIR/node.pid" RABBITMQ_CONF_ENV_FILE="$DIR/rabbitmq-env.conf"
+    export RABBITMQ_DIST_PORT="$dist" ERL_EPMD_PORT="$epmd" ERL_EPMD_ADDRESS=127.0.0.1
+    export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+    export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+}
+
+_write_conf() {
+    mkdir -p "$DIR/mnesia" "$DIR/log"
+    [ -f "$DIR/.gitignore" ] || echo '*' > "$DIR/.gitignore"
+    [ -f "$DIR/.erlang.cookie" ] || { python3 -c 'import secrets; print(secrets.token_hex(16), end="")' \
+        > "$DIR/.erlang.cookie"; chmod 400 "$DIR/.erlang.cookie"; }
+    : > "$DIR/rabbitmq-env.conf"
+    echo '[rabbitmq_stomp].' > "$DIR/enabled_plugins"
+    echo '[].' > "$DIR/advanced.config"
+    cat > "$DIR/rabbitmq.conf" <<EOF
+listeners.tcp = none
+stomp.listeners.tcp.1 = 127.0.0.1:$PORT
+loopback_users.guest = true
+vm_memory_high_watermark.absolute = 512MiB
+disk_free_limit.absolute = 50MB
+log.console = false
+log.file.level = warning
+EOF
+}
+
+_watch() {  # stop the node once process $1 has exited (a test run killed midway)
+    (
+        trap '' INT
+        while kill -0 "$1" 2>/dev/null; do sleep 1; done
+        rm -f "$DIR/watchdog.pid"
+        stop >/dev/null
+    ) </dev/null >/dev/null 2>&1 &
+    echo $! > "$DIR/watchdog.pid"
+}
+
+start() {
+    if _alive && _port_open "$PORT"; then
+        echo "rabbitmq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT)"
+        return 0
+    fi
+    if _port_open "$PORT"; then
+        echo "rabbitmq: port 127.0.0.1:$PORT is in use by another process" >&2
+        return 1
+    fi
+    ensure_rabbitmq_package
+    mkdir -p "$DIR"
+    _write_conf
+    _node_env
+    # setsid: the node does not get the caller's signals (Ctrl-C in a test run).
+    setsid /usr/lib/rabbitmq/bin/rabbitmq-server >"$LOG" 2>&1 </dev/null &
+    echo $! > "$PIDFILE"
+    local deadline=$((SECONDS + WAIT))
+    until _port_open "$PORT"; do
+        if ! _alive; then
+            echo "rabbitmq: the node exited during start; last lines of $LOG:" >&2
+            tail -n 20 "$LOG" >&2 || true
+            rm -f "$PIDFILE"
+            return 1
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "rabbitmq: port $PORT not open after ${WAIT}s; see $LOG" >&2
+            stop >/dev/null || true
+            return 1
+        fi
+        sleep 0.2
+    done
+    [ -z "$OWNER" ] || _watch "$OWNER"
+    echo "rabbitmq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT, dir $DIR)"
+}
+
+stop() {
+    [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
+    if ! _alive; then
+        rm -f "$PIDFILE"
+        echo "rabbitmq not running"
+        return 0
+    fi
+    local pid
+    pid="$(cat "$PIDFILE")"
+    _node_env
+    stop_pid_file "$PIDFILE"   # the script's shell: its TERM handler stops the Erlang VM
+    [ ! -f "$RABBITMQ_PID_FILE" ] || stop_pid_file "$RABBITMQ_PID_FILE"
+    # the node's own epmd outlives it; it has no node left to serve
+    epmd -port "$ERL_EPMD_PORT" -kill >/dev/null 2>&1 || true
+    echo "rabbitmq stopped (pid $pid)"
+}
+
+status() {
+    if _alive && _port_open "$PORT"; then
+        echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT"
+    else
+        echo "not running"
+        return 1
+    fi
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    restart) stop; start ;;
+    status) status ;;
+    *) echo "usage: $0 start|stop|restart|status" >&2; exit 2 ;;
+esac
