@@ -149,7 +149,8 @@ def batch(settings, definitions, dump: str, master: str, out: str, partitions: i
     return wall, note, cpu
 
 
-def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[float, int]:
+def driver_ceiling(settings, definitions, dump: str, partitions: int
+                   ) -> tuple[float, float, int]:
     """Seconds the driver spends planning and appending, the tasks' results ready: pass 1 and
     pass 2 run on local[2] first (not timed), their results brought here."""
     from msgcap.batch.driver import Appender, trail_writer
@@ -185,7 +186,7 @@ def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[f
         writer = trail_writer(settings, out)
         writer.open()
         appender = Appender(writer, Stats(), os.path.join(out, "errors"))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         planner = Planner(job.rules, job.policy, files)
         for found, encoded in ready:
             for s in found:
@@ -193,9 +194,9 @@ def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[f
             for r in encoded:
                 appender.append(r)
         writer.flush_durable()
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         writer.close()
-    return seconds, appender.stats.transactions
+    return seconds, cpu, appender.stats.transactions
 
 
 class Cluster:
@@ -263,7 +264,7 @@ def main() -> int:
         try:
             for label, master, conf in runs:
                 out = "out-" + label.replace(" ", "-").replace("[", "").replace("]", "")
-                marker = (f"MSGCAP_SPARK_DIR={cluster.dir}\0"
+                marker = (f"SPARK_CONF_DIR={cluster.dir}/conf\0"  # spark-cluster.sh's
                           if cluster is not None and master == cluster.url else None)
                 wall, notes[label], cpus[label] = batch(settings, definitions, "messages.txt",
                                                         master, out, args.partitions, conf,
@@ -274,7 +275,7 @@ def main() -> int:
         finally:
             if cluster is not None:
                 cluster.script("stop")
-        ceiling_s, ops = driver_ceiling(settings, definitions, "messages.txt",
+        ceiling_s, ceiling_cpu, ops = driver_ceiling(settings, definitions, "messages.txt",
                                         args.partitions or 8)
         assert ops == n
         os.chdir("/")
@@ -290,10 +291,19 @@ def main() -> int:
     ceiling = n / ceiling_s
     print(f"  driver ceiling: {ceiling_s:.2f} s for planning and the ordered append, "
           f"{ceiling:,.0f} operations/s = {ceiling / (n / rep):.1f}× replay (target ≥ 10×)")
-    print(f"  local[1] / replay = {rep / figures['local[1]']:.0%} (target ≥ 70%)")
+    rep_cpu = sum(cpus["replay"].values())
+    print(f"  driver ceiling in CPU: {ceiling_cpu:.2f} s, {n / ceiling_cpu:,.0f} operations per "
+          f"CPU-second = {rep_cpu / ceiling_cpu:.1f}× replay's {n / rep_cpu:,.0f} messages per "
+          "CPU-second")
+    print(f"  local[1] / replay = {rep / figures['local[1]']:.0%} (target ≥ 70%); "
+          f"CPU: replay / local[1] = {rep_cpu / sum(cpus['local[1]'].values()):.0%}, "
+          f"replay / local[1]'s Python workers = {rep_cpu / cpus['local[1]']['python']:.0%}")
     if "2 workers" in figures:
         print(f"  2 workers / 1 worker = {figures['1 worker'] / figures['2 workers']:.2f}× "
               "(target ≥ 1.6×)")
+        busy = sum(cpus["2 workers"].values()) / figures["2 workers"]
+        print(f"  2 workers: {busy:.2f} cores busy on average for the batch (of "
+              f"{os.cpu_count()}, shared with the load)")
     print(f"  load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
