@@ -16,7 +16,8 @@ as a text-lines dump, then, in this run:
 
 Each batch gets a fresh SparkSession; its start, and the executors' (a warm-up job), are not
 timed. Prints wall-clock messages/s (Spark work runs in other processes; the machine may be
-shared — compare figures of the same run), checks that every trail holds the same records, and
+shared — compare figures of the same run) and the CPU seconds of each run (this process, the
+JVMs and the Python workers: this process's descendants and the cluster's processes), checks that every trail holds the same records, and
 the ratios against their targets: local[1] ≥ 70 % of replay; 2 workers ≥ 1.6× 1 worker; the
 driver's ceiling ≥ 10× replay. The load average is printed at the start and at the end.
 """
