@@ -5,7 +5,8 @@
 Writes N one-record delimited messages (the records of ``bench_replay_delim.py``, system seqids)
 as a text-lines dump, then, in this run:
 
-* replay: dump reading → ids → parser → assembler → trail writer in this process;
+* replay: dump reading → ids → parser → assembler → trail writer in this process, as
+  ``msgcap replay`` does it (``Pipeline.process_many``);
 * batch with ``local[1]``;
 * batch on a standalone cluster (``scripts/spark-cluster.sh``: two 1-core workers on loopback,
   executors running this interpreter) with both workers, then the same cluster with one
@@ -15,7 +16,8 @@ as a text-lines dump, then, in this run:
 
 Each batch gets a fresh SparkSession; its start, and the executors' (a warm-up job), are not
 timed. Prints wall-clock messages/s (Spark work runs in other processes; the machine may be
-shared — compare figures of the same run), checks that every trail holds the same records, and
+shared — compare figures of the same run) and the CPU seconds of each run (this process, the
+JVMs and the Python workers: this process's descendants and the cluster's processes), checks that every trail holds the same records, and
 the ratios against their targets: local[1] ≥ 70 % of replay; 2 workers ≥ 1.6× 1 worker; the
 driver's ceiling ≥ 10× replay. The load average is printed at the start and at the end.
 """
@@ -59,6 +61,51 @@ def trail_records(prefix: str) -> bytes:
     return b"".join(parts)
 
 
+def cpu_seconds(marker: str | None = None) -> dict[str, float]:
+    """CPU seconds (user + system, reaped children included) of this process ("driver"), and
+    of its descendants and, with ``marker``, of the processes whose environment holds it and
+    their descendants (a cluster's daemons, executors and their Python workers): "jvm" for
+    Java processes, "python" for the others (PySpark's daemons and workers)."""
+    procs: dict[int, tuple[int, str, int]] = {}
+    roots = {os.getpid()}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                stat = fh.read()
+            if marker is not None:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        roots.add(int(name))
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        procs[int(name)] = (int(fields[1]), stat[stat.index("(") + 1:stat.rindex(")")],
+                            sum(int(f) for f in fields[11:15]))
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    seen, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in seen and pid in procs:
+            seen.add(pid)
+            todo.extend(children.get(pid, ()))
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    for pid in seen:
+        _, comm, ticks = procs[pid]
+        kind = "driver" if pid == os.getpid() else "jvm" if comm == "java" else "python"
+        out[kind] += ticks / tick
+    return out
+
+
+def cpu_since(before: dict[str, float], marker: str | None = None) -> dict[str, float]:
+    after = cpu_seconds(marker)
+    return {k: max(0.0, after[k] - before.get(k, 0.0)) for k in after}
+
+
 def replay(settings, definitions, dump: str) -> float:
     from msgcap.dumps import read_messages
     from msgcap.pipeline import build_pipeline
@@ -71,8 +118,8 @@ def replay(settings, definitions, dump: str) -> float:
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract)
     pipeline = build_pipeline(settings, writer, writer.open(), definitions=definitions,
                               parser=build_parser(settings, definitions))
-    for message in read_messages([dump], lines=True):
-        pipeline.process(message)
+    for _message, _result in pipeline.process_many(read_messages([dump], lines=True)):
+        pass  # as ``msgcap replay`` reads them: parsing a batch ahead
     pipeline.finish()
     writer.flush_durable()
     writer.close()
@@ -80,7 +127,8 @@ def replay(settings, definitions, dump: str) -> float:
 
 
 def batch(settings, definitions, dump: str, master: str, out: str, partitions: int | None,
-          conf: list[tuple[str, str]]) -> tuple[float, str]:
+          conf: list[tuple[str, str]], marker: str | None
+          ) -> tuple[float, str, dict[str, float]]:
     from msgcap.batch.driver import run_batch
     from msgcap.batch.session import spark_session
 
@@ -90,17 +138,20 @@ def batch(settings, definitions, dump: str, master: str, out: str, partitions: i
         # a small batch first: executors, Python workers and the JVM's compiled code ready
         run_batch(settings, ["warmup.txt"], out + "-warmup", spark=spark, lines=True,
                   partitions=partitions, definitions=definitions, progress_interval=-1)
+        cpu = cpu_seconds(marker)
         t0 = time.perf_counter()
         result = run_batch(settings, [dump], out, spark=spark, lines=True,
                            partitions=partitions, definitions=definitions, progress_interval=-1)
         wall = time.perf_counter() - t0
+        cpu = cpu_since(cpu, marker)
     finally:
         spark.stop()
     note = f"{result.splits} splits, {result.planned_fast} segments planned from trials"
-    return wall, note
+    return wall, note, cpu
 
 
-def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[float, int]:
+def driver_ceiling(settings, definitions, dump: str, partitions: int
+                   ) -> tuple[float, float, int]:
     """Seconds the driver spends planning and appending, the tasks' results ready: pass 1 and
     pass 2 run on local[2] first (not timed), their results brought here."""
     from msgcap.batch.driver import Appender, trail_writer
@@ -136,7 +187,7 @@ def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[f
         writer = trail_writer(settings, out)
         writer.open()
         appender = Appender(writer, Stats(), os.path.join(out, "errors"))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         planner = Planner(job.rules, job.policy, files)
         for found, encoded in ready:
             for s in found:
@@ -144,9 +195,9 @@ def driver_ceiling(settings, definitions, dump: str, partitions: int) -> tuple[f
             for r in encoded:
                 appender.append(r)
         writer.flush_durable()
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         writer.close()
-    return seconds, appender.stats.transactions
+    return seconds, cpu, appender.stats.transactions
 
 
 class Cluster:
@@ -158,7 +209,8 @@ class Cluster:
             port = sock.getsockname()[1]
         self.url = f"spark://127.0.0.1:{port}"
         venv_bin = os.path.dirname(sys.executable)
-        self.env = dict(os.environ, MSGCAP_SPARK_DIR=os.path.join(work, "cluster"),
+        self.dir = os.path.join(work, "cluster")
+        self.env = dict(os.environ, MSGCAP_SPARK_DIR=self.dir,
                         MSGCAP_SPARK_PORT=str(port), MSGCAP_SPARK_WORKERS="2",
                         MSGCAP_SPARK_CORES="1", MSGCAP_SPARK_MEMORY="2g",
                         MSGCAP_SPARK_PATH=f"{venv_bin}:/usr/bin:/bin",  # python3: this one
@@ -198,7 +250,9 @@ def main() -> int:
         settings = load_settings("dirprm/bench.properties")
         definitions = build_definitions(settings)
 
+        cpu = cpu_seconds()
         figures = {"replay": replay(settings, definitions, "messages.txt")}
+        cpus = {"replay": cpu_since(cpu)}
         reference = trail_records("dirdat/bn")
         notes = {}
         runs = [("local[1]", "local[1]", [])]
@@ -211,15 +265,18 @@ def main() -> int:
         try:
             for label, master, conf in runs:
                 out = "out-" + label.replace(" ", "-").replace("[", "").replace("]", "")
-                wall, notes[label] = batch(settings, definitions, "messages.txt", master, out,
-                                           args.partitions, conf)
+                marker = (f"SPARK_CONF_DIR={cluster.dir}/conf\0"  # spark-cluster.sh's
+                          if cluster is not None and master == cluster.url else None)
+                wall, notes[label], cpus[label] = batch(settings, definitions, "messages.txt",
+                                                        master, out, args.partitions, conf,
+                                                        marker)
                 figures[label] = wall
                 if trail_records(f"{out}/trail/bn") != reference:
                     notes[label] += "; TRAIL DIFFERS FROM REPLAY"
         finally:
             if cluster is not None:
                 cluster.script("stop")
-        ceiling_s, ops = driver_ceiling(settings, definitions, "messages.txt",
+        ceiling_s, ceiling_cpu, ops = driver_ceiling(settings, definitions, "messages.txt",
                                         args.partitions or 8)
         assert ops == n
         os.chdir("/")
@@ -227,14 +284,27 @@ def main() -> int:
     for name, seconds in figures.items():
         note = f"  ({notes[name]})" if name in notes else ""
         print(f"  {name:<10} wall {seconds:7.2f} s  {n / seconds:>10,.0f} messages/s{note}")
+        c = cpus[name]
+        print(f"  {'':<10} CPU  {sum(c.values()):7.2f} s = {sum(c.values()) / n * 1e6:5.1f} µs/message"
+              f" (driver {c['driver']:.2f} s, JVMs {c['jvm']:.2f} s, Python workers "
+              f"{c['python']:.2f} s)")
     rep = figures["replay"]
     ceiling = n / ceiling_s
     print(f"  driver ceiling: {ceiling_s:.2f} s for planning and the ordered append, "
           f"{ceiling:,.0f} operations/s = {ceiling / (n / rep):.1f}× replay (target ≥ 10×)")
-    print(f"  local[1] / replay = {rep / figures['local[1]']:.0%} (target ≥ 70%)")
+    rep_cpu = sum(cpus["replay"].values())
+    print(f"  driver ceiling in CPU: {ceiling_cpu:.2f} s, {n / ceiling_cpu:,.0f} operations per "
+          f"CPU-second = {rep_cpu / ceiling_cpu:.1f}× replay's {n / rep_cpu:,.0f} messages per "
+          "CPU-second")
+    print(f"  local[1] / replay = {rep / figures['local[1]']:.0%} (target ≥ 70%); "
+          f"CPU: replay / local[1] = {rep_cpu / sum(cpus['local[1]'].values()):.0%}, "
+          f"replay / local[1]'s Python workers = {rep_cpu / cpus['local[1]']['python']:.0%}")
     if "2 workers" in figures:
         print(f"  2 workers / 1 worker = {figures['1 worker'] / figures['2 workers']:.2f}× "
               "(target ≥ 1.6×)")
+        busy = sum(cpus["2 workers"].values()) / figures["2 workers"]
+        print(f"  2 workers: {busy:.2f} cores busy on average for the batch (of "
+              f"{os.cpu_count()}, shared with the load)")
     print(f"  load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
