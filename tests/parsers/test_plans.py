@@ -29,7 +29,7 @@ CASES = [
     ("xml", "dirprm/orders.properties", ["messages/orders.jsonl"]),
     ("xml", "dirprm/mytable.properties", ["messages/mytable.jsonl"]),
     ("fixed/copybook", "dirprm/jmsvam.properties", ["messages.jsonl"]),
-    ("fixed/sourcedefs", "dirprm/jmsvam.properties", ["dirspool"]),
+    ("fixed/sourcedefs", "dirprm/jmsvam.properties", ["messages"]),
 ]
 
 
