@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from gendef.model import Table
-from msgcap.trail.columns import TableEncoder, compile_source
+from msgcap.trail.columns import TableEncoder, compile_source, present_columns
 from msgcap.trail.julian import JULIAN_UNIX_EPOCH_US
 from msgcap.trail.layout import (
     FORMAT_TYPE,
@@ -77,6 +77,21 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
                  BA=_BEFORE_AFTER)
     hlen = HEADER_FIXED + len(table.name_bytes)
     body = "\n".join("  " + line for line in inline.body.splitlines())
+    head = (f"{REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, {PARTITION}, "
+            f"BA[rec.before_after], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + "
+            f"rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen")
+    # every value present and of its common form: the D area in one struct call, first
+    present = present_columns(table.table, layout)
+    if present is not None:
+        size = present.size
+        lines = [*present.lines, f"  total = len(tail) + {size + 12 + hlen + 4}",
+                 f"  if total <= {MAX_RECORD}:",
+                 (f"   return b''.join((PRE({head.replace('dlen', str(size))}), d, tail, "
+                  f"Z({REC_Z}, {GZ_INFO}, total)))")]
+        space.update(present.space, StructError=struct.error)
+        body = ("  try:\n" + "\n".join("   " + line for line in lines)
+                + "\n  except (TypeError, ValueError, UnicodeError, StructError):\n   pass\n"
+                + body)
     source = (
         "def record(rec, tail, rba, ind):\n"
         " try:\n"
@@ -87,10 +102,7 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
         f"  dlen = {inline.size}\n"
         f"  total = len(tail) + dlen + {12 + hlen + 4}\n"  # G, H and D heads, Z
         f"  if total > {MAX_RECORD} or not dlen: return None\n"  # no D token when no entry
-        f"  return b''.join((PRE({REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, "
-        f"{PARTITION}, BA[rec.before_after], dlen, iotype, {ORIG_NODE}, "
-        f"{JULIAN_UNIX_EPOCH_US} + rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, "
-        f"{TOK_D}, dlen), {inline.parts}tail, Z({REC_Z}, {GZ_INFO}, total)))\n"
+        f"  return b''.join((PRE({head}), {inline.parts}tail, Z({REC_Z}, {GZ_INFO}, total)))\n"
         " except Exception:\n"
         "  return None\n")
     return compile_source(source, space, "record", f"record {table.table.name}")
