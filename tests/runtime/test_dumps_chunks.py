@@ -64,7 +64,8 @@ def _b64_lines(draw) -> str:
     ident = "".join(draw(st.lists(_ID_CHARS, max_size=6)))
     body = draw(st.binary(max_size=40))
     b64 = base64.b64encode(body).decode()
-    how = draw(st.sampled_from(("dumps", "writer", "spaces", "headers", "bad64", "raw", "order")))
+    how = draw(st.sampled_from(("dumps", "writer", "spaces", "headers", "bad64", "raw", "order",
+                                "cut")))
     if how == "dumps":
         return json.dumps({"id": ident, "headers": {}, "body_b64": b64})
     if how == "writer":
@@ -77,6 +78,8 @@ def _b64_lines(draw) -> str:
         cut = draw(st.integers(0, len(b64)))
         b64 = draw(st.sampled_from((b64 + "=", b64 + "A", b64[:-1], b64[:cut] + "=" + b64[cut:])))
         return json.dumps({"id": ident, "headers": {}, "body_b64": b64})
+    if how == "cut":  # the shape's parts overlapping: not JSON
+        return '{"id": "' + ident + '", "headers": {}, "body_b64": "}'
     if how == "order":
         return json.dumps({"headers": {}, "id": ident, "body_b64": b64})
     # the shape with an id as is (no JSON escaping): control characters, quotes, backslashes
