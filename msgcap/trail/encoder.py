@@ -111,7 +111,7 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout")
+    __slots__ = ("_frames", "_head", "_t_head", "_tails", "byteorder", "layout")
 
     def __init__(self, byteorder: str = "big") -> None:
         self.layout = layout_for(byteorder)
@@ -120,6 +120,7 @@ class TrailEncoder:
         self._head = self.layout.head.pack
         # T token head and TRANID head together
         self._t_head = struct.Struct(("<" if byteorder == "little" else ">") + "BBHBBH").pack
+        self._tails: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # see ``tail``
 
     def _frame(self, table: Table) -> _Frame:
         hit = self._frames.get(id(table))
@@ -161,11 +162,18 @@ class TrailEncoder:
     def tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
         """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
-        if len(sb) + len(tb) > MAX_RECORD - 64:
-            raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are too "
-                               "long for the trail's tokens")
-        return (self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)) + tb
-                + self._head(TOKEN_VAMSEQID, 0, len(sb)) + sb + u)
+        # the heads depend on the two lengths alone: made once per pair
+        heads = self._tails.get((len(tb), len(sb)))
+        if heads is None:
+            if len(sb) + len(tb) > MAX_RECORD - 64:
+                raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are "
+                                   "too long for the trail's tokens")
+            if len(self._tails) >= 4096:
+                self._tails.clear()
+            heads = self._tails[len(tb), len(sb)] = (
+                self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)),
+                self._head(TOKEN_VAMSEQID, 0, len(sb)))
+        return b"".join((heads[0], tb, heads[1], sb, u))
 
     def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
                            last: bool = True) -> bytes:
