@@ -28,7 +28,6 @@ REFERENCE = DOCS / "properties.md"
 # fails test_pending_docs_are_missing once its file exists: then delete the entry, and the links
 # to it are checked like every other.
 PENDING = {
-    "docs/cluster.md": "issue 12 (Spark cluster)",
     "docs/brokers.md": "issue 14 (brokers)",
 }
 
