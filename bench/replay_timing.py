@@ -67,3 +67,80 @@ def time_parse_and_replay(dump: str, lines: bool, n: int) -> ReplayTiming:
     assert stats.total_operations == n, stats.summary()
     trail_mb = sum(os.path.getsize(os.path.join("dirdat", f)) for f in os.listdir("dirdat")) / 1e6
     return ReplayTiming(parse_s, replay_s, stats, trail_mb, settings, definitions, parser)
+
+
+def time_stages(dump: str, lines: bool, n: int, chunk: int = 1000) -> dict[str, float]:
+    """CPU seconds of each stage of a replay of ``dump``, run apart over chunks of ``chunk``
+    messages (so memory and the garbage collector see what a replay sees): reading the dump into
+    messages (JSON Lines or text lines, base64), ids, parsing, assembling transactions, trail
+    encoding, and appending the encoded bytes to a file (one ``write`` per MB, as the writer
+    does). The garbage collector is off while they run (it would charge whichever stage
+    allocates when it runs for the objects of all of them): ``msgcap replay`` end to end minus
+    their sum is the pipeline's own bookkeeping and the garbage collector."""
+    import gc
+    from itertools import islice
+
+    from msgcap.assembler import Assembler, ImageRules
+    from msgcap.msgid import MessageIds
+    from msgcap.trail.encoder import TrailEncoder
+
+    settings = load_settings("dirprm/bench.properties")
+    definitions = build_definitions(settings)
+    parser = build_parser(settings, definitions)
+    ids = MessageIds(settings.jms.id)
+    assembler = Assembler(ImageRules.from_settings(settings))
+    encoder = TrailEncoder(settings.trail.byteorder)
+    clock = time.process_time
+    spent = dict.fromkeys(("reading the dump → messages", "message ids", "parsing → Op",
+                           "assembling → transactions", "trail encoding", "writing"), 0.0)
+    keys = list(spent)
+    it = read_messages([dump], lines=lines)
+    txnum = count = 0
+    pending: list[bytes] = []
+    size = 0
+    fd = os.open("stages.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    gc.disable()
+    try:
+        while True:
+            c0 = clock()
+            messages = list(islice(it, chunk))
+            c1 = clock()
+            spent[keys[0]] += c1 - c0
+            if not messages:
+                break
+            for message in messages:
+                message.id = ids.next_id(message)
+            c2 = clock()
+            parsed = [parser.parse(message) for message in messages]
+            c3 = clock()
+            done = [assembler.add(message, ops).completed
+                    for message, ops in zip(messages, parsed, strict=True)]
+            c4 = clock()
+            encoded = []
+            for completed in done:
+                for assembled in completed:
+                    txnum += 1
+                    encoded.append(encoder.encode_transaction(assembled.tx, txnum))
+            c5 = clock()
+            for data in encoded:
+                pending.append(data)
+                size += len(data)
+                if size >= 1 << 20:
+                    os.write(fd, b"".join(pending))
+                    pending, size = [], 0
+            c6 = clock()
+            count += len(messages)
+            del messages, parsed, done, encoded
+            gc.collect(0)
+            for key, seconds in zip(keys[1:], (c2 - c1, c3 - c2, c4 - c3, c5 - c4, c6 - c5),
+                                    strict=True):
+                spent[key] += seconds
+        c0 = clock()
+        os.write(fd, b"".join(pending))
+        spent[keys[-1]] += clock() - c0
+    finally:
+        gc.enable()
+        os.close(fd)
+        os.unlink("stages.out")
+    assert count == n and txnum == n, (count, txnum)
+    return spent

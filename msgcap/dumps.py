@@ -71,13 +71,26 @@ def read_dump(path: str, *, lines: bool = False) -> Iterator[Message]:
 
 _decode_json = json.JSONDecoder().decode
 
+# The line every dump writer (``dumps_line``, ``json.dumps`` with its default separators) writes
+# for a message without headers whose body is not UTF-8, read without a JSON decoder:
+# ``{"id": "<id>", "headers": {}, "body_b64": "<base64>"}`` with an id of printable characters
+# without a backslash (no escapes) and Base64 that strict decoding takes (no escapes, no quote).
+# Anything else — headers, other keys or order, escapes, a Base64 error — goes through JSON.
+_B64_HEAD = '{"id": "'
+_B64_MIDDLE = '", "headers": {}, "body_b64": "'
+_B64_AT = len(_B64_MIDDLE)
+
 
 def read_jsonl(path: str) -> Iterator[Message]:
     """JSON Lines entries; blank lines skipped, a malformed line is an error naming file:line.
 
     Read in chunks of whole lines, each decoded from UTF-8 once (as ``read_text_lines``); a
-    chunk that is not valid UTF-8 goes line by line through ``jsonl_message``.
+    chunk that is not valid UTF-8 goes line by line through ``jsonl_message``. A line of the
+    fixed shape ``_B64_ENTRY`` is read by that expression, any other through the JSON decoder:
+    the same Message either way.
     """
+    a2b = binascii.a2b_base64
+    path_at = f"{path}:"
     number = 0
     for data in _line_chunks(path):
         try:
@@ -91,6 +104,19 @@ def read_jsonl(path: str) -> Iterator[Message]:
             continue
         for line in lines:
             number += 1
+            if line.startswith(_B64_HEAD):
+                q = line.find('"', 8)
+                if (line.startswith(_B64_MIDDLE, q) and line.endswith('"}')
+                        and len(line) >= q + _B64_AT + 2):  # the '"' of '"}' is not the middle's
+                    ident = line[8:q]
+                    if "\\" not in ident and ident.isprintable():
+                        try:
+                            body = a2b(line[q + _B64_AT:-2], strict_mode=True)
+                        except binascii.Error:
+                            pass  # JSON says what is wrong
+                        else:
+                            yield Message(ident, {}, body, None, path_at + str(number))
+                            continue
             message = _jsonl_text_message(line, path, number)
             if message is not None:
                 yield message

@@ -89,7 +89,7 @@ class TimeFormat:
     """
 
     __slots__ = ("_date_key", "_date_only", "_dates", "_fmt", "_frac", "_index", "_match",
-                 "_time_key", "_times", "_values", "text")
+                 "_run_days", "_run_times", "_runs", "_time_key", "_times", "_values", "text")
 
     def __init__(self, fmt: str | None = None, *, date_only: bool = False,
                  prop: str | None = None) -> None:
@@ -118,6 +118,10 @@ class TimeFormat:
                 raise PropertyError(f"date format {fmt!r}: no year (YYYY or YY)", prop=prop)
             pattern = "".join(regex for _, regex in pieces)
         self._match = re.compile(pattern, re.ASCII).fullmatch
+        # a format of fixed widths: see ``_fixed_runs`` and ``micros``
+        self._runs = _fixed_runs(pieces) if fmt is not None else None
+        self._run_days: dict[str, int] = {}
+        self._run_times: dict[str, int] = {}
         self._index = tuple(index)
         self._date_key = _key(index[i] for i in (_YEAR, _YY, _MONTH, _DAY))
         self._time_key = _key(index[i] for i in (_HOUR, _MINUTE, _SECOND))
@@ -193,8 +197,34 @@ class TimeFormat:
         """Microseconds since the epoch (extra fraction digits truncated).
 
         The operations of a transaction usually share their timestamp: the last values are
-        cached by text.
+        cached by text. A format of fixed widths (``_fixed_runs``) caches its date run and its
+        time run apart, by their text, once a whole value holding them has been parsed: a
+        value of the format's length whose two runs were seen before (and whose fraction is
+        ASCII digits) is then two dict hits, whatever the combination.
         """
+        runs = self._runs
+        if runs is not None and len(text) == runs[2]:
+            t0, f0 = runs[0], runs[1]
+            day = self._run_days.get(text[:t0])
+            if day is not None:
+                tod = self._run_times.get(text[t0:f0])
+                if tod is not None:
+                    if f0 == runs[2]:
+                        return day + tod
+                    frac = text[f0:]
+                    if frac.isdigit() and frac.isascii():
+                        return day + tod + int(frac[:6].ljust(6, "0"))
+            g = self._groups(text)
+            day, tod = self._date(g, text)[0], self._time(g, text)[0]
+            # the text matched as it is (of the format's length, a stripped one cannot): its
+            # runs hold exactly the groups and literals that make ``day`` and ``tod``
+            for cache, key, value in ((self._run_days, text[:t0], day),
+                                      (self._run_times, text[t0:f0], tod)):
+                if len(cache) >= _CACHE_SIZE:
+                    cache.clear()
+                cache[key] = value
+            group = g[self._frac] if self._frac is not None else None
+            return day + tod + int(group[:6].ljust(6, "0")) if group else day + tod
         found = self._values.get(text)
         if found is None:
             if (self._fmt is None and text[19:20] == "." and text[:1].isdigit()
@@ -228,6 +258,41 @@ class TimeFormat:
             return (day_text + time_text)[:min(length, 19)]
         frac = (g[self._frac] or "") if self._frac is not None else ""
         return (day_text + time_text + "." + frac.ljust(9, "0"))[:length]
+
+
+_FIXED_WIDTH = re.compile(r"\(\[0-9\]\{([0-9]+)\}\)")
+
+
+def _fixed_runs(pieces: list[tuple[int | None, str]]) -> tuple[int, int, int] | None:
+    """(t0, f0, length) when every piece of a format has a fixed width and the format reads
+    as a date run ``[0, t0)`` (date parts and literals), a time run ``[t0, f0)`` (time parts
+    and literals) and then at most a fraction ``[f0, length)``, last; else None.
+
+    The date part of a value then depends on the text of its date run alone, and the time of
+    day on that of its time run (``micros`` caches them by those texts).
+    """
+    at, t0, f0 = 0, None, None
+    for kind, regex in pieces:
+        if f0 is not None:
+            return None  # anything after the fraction
+        if kind is None:
+            width = 1  # a literal: one escaped character
+        else:
+            m = _FIXED_WIDTH.fullmatch(regex)
+            if m is None:
+                return None  # M or D: one or two digits
+            width = int(m.group(1))
+            if kind == _FRACTION:
+                f0 = at
+            elif kind in (_HOUR, _MINUTE, _SECOND):
+                if t0 is None:
+                    t0 = at
+            elif t0 is not None:
+                return None  # a date part after a time part
+        at += width
+    if f0 is None:
+        f0 = at
+    return (f0 if t0 is None else t0), f0, at
 
 
 def _key(indexes: Iterable[int | None]) -> Callable[[tuple[str | None, ...]], object]:

@@ -184,6 +184,9 @@ class HeaderItems:
     that look the code up inline (anything not in ``optype_codes`` goes through ``optype``).
     ``timestamp_is_now``: ``timestamp`` returns the parse time (``*ts``); ``seqid_is_id``:
     ``seqid`` returns ``message.id`` (``$jmsid``) — so parsers may skip those calls.
+    ``timestamp_field``/``timestamp_micros``: the header field the timestamp is read from when
+    that is its source, and the ``TimeFormat.micros`` it is read with (a field that is None, or
+    text ``micros`` refuses, goes through ``timestamp``, whose errors name the item).
     """
 
     table: Callable[[Message, Fields], str]
@@ -200,6 +203,8 @@ class HeaderItems:
     optype_codes: Mapping[str, str] | None = None
     timestamp_is_now: bool = False
     seqid_is_id: bool = False
+    timestamp_field: int | None = None
+    timestamp_micros: Callable[[str], int] | None = None
 
 
 @overload
@@ -340,4 +345,9 @@ def compile_items(common: ParserCommon, fields: FieldIndex, *, prefix: str) -> H
         optype_codes=codes if optype_field is not None else None,
         timestamp_is_now=isinstance(timestamp_expr, SysTs),
         seqid_is_id=isinstance(seqid_expr, JmsId),
+        timestamp_field=(fields.get(timestamp_expr.name) if isinstance(timestamp_expr, Field)
+                         else None),
+        timestamp_micros=(compile_format(common.timestamp_format,
+                                         prop=f"{prefix}.timestamp.format").micros
+                          if isinstance(timestamp_expr, Field) else None),
     )

@@ -245,6 +245,86 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
     return InlineColumns(body, parts, " + ".join([str(fixed), *varying]) + " - m", space)
 
 
+# what the all-present case raises for a value of no column's form
+NOT_PRESENT = (TypeError, ValueError, UnicodeError, struct.error)
+
+
+@dataclass(slots=True)
+class PresentColumns:
+    """Source of the D area of one table's records whose every value is present and of its
+    common form — an int for the integer columns, a text of exactly the column's length in
+    ASCII for CHAR and DATETIME — for generated encoders (``exec``), as one ``struct`` call.
+
+    ``lines`` (statements at one indent level) unpack ``values`` and, in the common case, set
+    ``d`` to the D area (``size`` bytes), the last line at the indent the caller's own lines
+    after it take (two spaces more); otherwise they fall through (a value that is None, MISSING or of another form: the caller
+    goes on with ``InlineColumns``). They raise TypeError, ValueError, UnicodeError or
+    struct.error for values of no column's form, which the caller catches to go on the same way.
+
+    Consecutive text columns whose entry heads are ASCII are one run: their heads and values
+    joined and encoded at once, the run's byte length telling that every value was ASCII.
+    """
+
+    lines: list[str]
+    size: int
+    space: dict[str, Any]
+
+
+def present_columns(table: Table, layout: Layout) -> PresentColumns | None:
+    """The all-present case of ``table`` (see ``PresentColumns``), byte for byte what
+    ``column_encoder`` gives for those values; None for a table with a column of another type
+    (VARCHAR) or without columns."""
+    entry = layout.entry.pack
+    space: dict[str, Any] = {}
+    tests: list[str] = []
+    runs: list[tuple[list[int], int]] = []  # (columns, byte length) of each text run
+    fmt, args = ">", []
+    size = 0
+    run: list[int] = []
+    for i, col in enumerate(table.columns):
+        t, n = col.type_code, col.external_length
+        if t in BE_INTS:
+            space[f"E{i}"] = entry(i, _INT_SIZES[t] + 2)
+            fmt += "4s2x" + BE_INTS[t].format.lstrip("<>!=@")
+            args += [f"E{i}", f"v{i}"]
+            tests.append(f"type(v{i}) is int")
+            size += 6 + _INT_SIZES[t]
+            run = []
+            continue
+        if t not in (CHAR, DATETIME):
+            return None
+        head = entry(i, n + 2) + VALUE_IND
+        tests.append(f"len(v{i}) == {n}")
+        size += 6 + n
+        if not head.isascii():  # a text entry alone: its head as bytes
+            space[f"E{i}"] = head
+            fmt += f"6s{n}s"
+            args += [f"E{i}", f"(v{i}.encode('ascii'))"]
+            run = []
+            continue
+        space[f"S{i}"] = head.decode("ascii")
+        if not run:
+            run = []
+            runs.append((run, 0))
+            fmt += "{}s"  # the run's length, known at its end
+            args.append(f"r{len(runs) - 1}")
+        run.append(i)
+        runs[-1] = (run, runs[-1][1] + 6 + n)
+    if not table.columns:
+        return None
+    fmt = fmt.format(*(length for _, length in runs))
+    space["DPACK"] = struct.Struct(fmt).pack
+    lines = [f"({''.join(f'v{i}, ' for i in range(len(table.columns)))}) = values",
+             f"if {' and '.join(tests)}:"]
+    for k, (cols, _) in enumerate(runs):
+        parts = "".join(f"S{i}, v{i}, " for i in cols)
+        lines.append(f" r{k} = ''.join(({parts})).encode()")
+    check = " and ".join(f"len(r{k}) == {length}" for k, (_, length) in enumerate(runs))
+    lines.append(f" if {check or 'True'}:")
+    lines.append(f"  d = DPACK({', '.join(args)})")
+    return PresentColumns(lines, size, space)
+
+
 def _indent(text: str, by: str) -> str:
     return "\n".join(by + line for line in text.splitlines())
 
@@ -267,11 +347,18 @@ class TableEncoder:
         self._u16 = layout.u16.pack
         self._cols = len(table.columns)
         self.inline = inline_columns(table, layout)
-        source = (f"def fast(values):\n try:\n{_indent(self.inline.body, '  ')}\n"
+        space = dict(self.inline.space)
+        present = present_columns(table, layout)
+        first = ""  # every value present and of its common form: one struct call
+        if present is not None:
+            space.update(present.space, NOT_PRESENT=NOT_PRESENT)
+            first = (f" try:\n{_indent(chr(10).join([*present.lines, '  return d']), '  ')}\n"
+                     " except NOT_PRESENT:\n  pass\n")
+        source = (f"def fast(values):\n{first} try:\n{_indent(self.inline.body, '  ')}\n"
                   f"  return b''.join(({self.inline.parts}))\n except NOT_COMMON:\n"
                   f"  return None\n")
-        self._fast = compile_function(source, dict(self.inline.space, NOT_COMMON=NOT_COMMON),
-                                      "fast", f"trail column encoder for {table.name}")
+        space["NOT_COMMON"] = NOT_COMMON
+        self._fast = compile_function(source, space, "fast", f"trail column encoder for {table.name}")
 
     def encode(self, values: list[Any]) -> bytes:
         """Entries for every value that is not MISSING, in column order."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from gendef.model import Table
-from msgcap.trail.columns import NOT_COMMON, TableEncoder
+from msgcap.trail.columns import NOT_COMMON, NOT_PRESENT, TableEncoder, present_columns
 from msgcap.trail.julian import JULIAN_UNIX_EPOCH_US
 from msgcap.trail.layout import (
     FORMAT_TYPE,
@@ -78,6 +78,21 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
                  BA=_BEFORE_AFTER, NOT_COMMON=NOT_COMMON)
     hlen = HEADER_FIXED + len(table.name_bytes)
     body = "\n".join("  " + line for line in inline.body.splitlines())
+    head = (f"{REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, {PARTITION}, "
+            f"BA[rec.before_after], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + "
+            f"rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen")
+    # every value present and of its common form: the D area in one struct call, first
+    present = present_columns(table.table, layout)
+    if present is not None:
+        size = present.size
+        lines = [*present.lines, f"  total = len(tail) + {size + 12 + hlen + 4}",
+                 f"  if total <= {MAX_RECORD}:",
+                 (f"   return b''.join((PRE({head.replace('dlen', str(size))}), d, tail, "
+                  f"Z({REC_Z}, {GZ_INFO}, total)))")]
+        space.update(present.space, NOT_PRESENT=NOT_PRESENT)
+        body = ("  try:\n" + "\n".join("   " + line for line in lines)
+                + "\n  except NOT_PRESENT:\n   pass\n"
+                + body)
     source = (
         "def record(rec, tail, rba, ind):\n"
         " try:\n"
@@ -88,10 +103,7 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
         f"  dlen = {inline.size}\n"
         f"  total = len(tail) + dlen + {12 + hlen + 4}\n"  # G, H and D heads, Z
         f"  if total > {MAX_RECORD} or not dlen: return None\n"  # no D token when no entry
-        f"  return b''.join((PRE({REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, "
-        f"{PARTITION}, BA[rec.before_after], dlen, iotype, {ORIG_NODE}, "
-        f"{JULIAN_UNIX_EPOCH_US} + rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, "
-        f"{TOK_D}, dlen), {inline.parts}tail, Z({REC_Z}, {GZ_INFO}, total)))\n"
+        f"  return b''.join((PRE({head}), {inline.parts}tail, Z({REC_Z}, {GZ_INFO}, total)))\n"
         " except NOT_COMMON:\n"
         "  return None\n")
     return compile_function(source, space, "record", f"trail record encoder for {table.table.name}")
@@ -100,7 +112,7 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout")
+    __slots__ = ("_frames", "_head", "_t_head", "_tails", "byteorder", "layout")
 
     def __init__(self, byteorder: str = "big") -> None:
         self.layout = layout_for(byteorder)
@@ -109,6 +121,7 @@ class TrailEncoder:
         self._head = self.layout.head.pack
         # T token head and TRANID head together
         self._t_head = struct.Struct(("<" if byteorder == "little" else ">") + "BBHBBH").pack
+        self._tails: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # see ``tail``
 
     def _frame(self, table: Table) -> _Frame:
         hit = self._frames.get(id(table))
@@ -150,11 +163,18 @@ class TrailEncoder:
     def tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
         """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
-        if len(sb) + len(tb) > MAX_RECORD - 64:
-            raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are too "
-                               "long for the trail's tokens")
-        return (self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)) + tb
-                + self._head(TOKEN_VAMSEQID, 0, len(sb)) + sb + u)
+        # the heads depend on the two lengths alone: made once per pair
+        heads = self._tails.get((len(tb), len(sb)))
+        if heads is None:
+            if len(sb) + len(tb) > MAX_RECORD - 64:
+                raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are "
+                                   "too long for the trail's tokens")
+            if len(self._tails) >= 4096:
+                self._tails.clear()
+            heads = self._tails[len(tb), len(sb)] = (
+                self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)),
+                self._head(TOKEN_VAMSEQID, 0, len(sb)))
+        return b"".join((heads[0], tb, heads[1], sb, u))
 
     def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
                            last: bool = True) -> bytes:

@@ -250,6 +250,10 @@ class FixedParser(ParserBase[FixedPlan]):
         header_text = header_image(self._header_specs(), nheader, None)
         header_raw = header_image(self._header_specs(), nheader, self._page)
         timestamp = self._header_items.timestamp
+        ts_field, ts_micros = (self._header_items.timestamp_field,
+                               self._header_items.timestamp_micros)
+        if ts_micros is None or ts_field is None:
+            ts_field, ts_micros = 0, None
         seqid, txid, txind, txname, txowner = self._getters
         need_now = self._need_now
         raw_ok = self._copybook
@@ -276,7 +280,10 @@ class FixedParser(ParserBase[FixedPlan]):
                          if cls is str else plan.byte_image(body))  # type: ignore[misc]
                 if image is None:
                     return None
+                # the timestamp field's text straight through its format, else the item
                 op = Op(plan.table, optype,
+                        ts_micros(ts) if ts_micros is not None and (ts := values[ts_field])
+                        is not None else
                         timestamp(message, values, time.time_ns() // 1000 if need_now else 0),
                         seqid(message, values) if seqid is not None else None,
                         txid(message, values) if txid is not None else None,

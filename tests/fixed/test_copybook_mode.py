@@ -476,6 +476,30 @@ def test_repeated_tables_take_the_same_results_and_errors(retail):
     assert retail.parse(msg(accented))[0].after[2] == "ÀCME TRADING".ljust(30)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 25),
+                          st.sampled_from("0123456789012345678 .-:x")), max_size=6))
+def test_the_shortcut_reads_timestamps_as_the_general_path(retail, changes):
+    """The shortcut (``_fast``) reads the timestamp field straight through its format: the
+    same Op as the general path (``_parse``), and the same error, for any timestamp text."""
+    def outcome(fn, m):
+        try:
+            op = fn(m)
+        except MessageError as error:
+            return error.reason, error.position
+        return None if op is None else (op.table, op.optype, op.timestamp, op.seqid, op.after)
+
+    for n, at, char in changes:
+        body = RETAIL_MESSAGES[n]
+        body = body[:at] + char + body[at + 1:]
+        retail.parse(msg(RETAIL_MESSAGES[n]))  # the table and optype known: the shortcut runs
+        general = outcome(retail._parse, msg(body))
+        fast = outcome(retail._fast, msg(body))
+        assert fast is None or fast == general
+        assert outcome(lambda m: retail.parse(m)[0], msg(body)) == general
+
+
 def test_user_defined_table_in_a_byte_message(make):
     """A user-defined table beside the copybook records: its text columns are read in
     fixed.encoding from a byte body, like the copybook's."""

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsers.timefmt import compile_format, format_datetime
@@ -145,3 +145,59 @@ def test_parse_and_format_round_trip(dt, extra_ns):
     assert value == (dt - datetime(1970, 1, 1)) // timedelta(microseconds=1)
     assert ns == dt.microsecond * 1000 + extra_ns
     assert format_datetime(value, ns, 29) == text.replace(" ", ":")
+
+
+_FIXED_FORMATS = ("YYYYMMDDHHMISS", "YYYY-MM-DD-HH.MI.SS.FFFFFF", "YYMMDD", "YYYY-MM-DD HH:MI",
+                  "DD/MM/YYYY HH:MI:SS.FFF", "YYYYMMDDHHMISSFFFFFFFFF", "YYYYMMDD.FF", "HHMISSYYYYMMDD",
+                  "YYYY-M-D HH:MI:SS", "YYYYMMDDTHHMISSZ", "MMDDYY")
+
+
+def _digit_text(draw, length):
+    chars = st.sampled_from("0123456789012345678901234567890123456789 -.:/TZ٣x")
+    return "".join(draw(st.lists(chars, min_size=length, max_size=length)))
+
+
+def _value_of(fmt_text, dt, draw):
+    text = (fmt_text.replace("YYYY", f"{dt.year:04d}").replace("YY", f"{dt.year % 100:02d}")
+            .replace("MI", f"{dt.minute:02d}").replace("MM", f"{dt.month:02d}")
+            .replace("DD", f"{dt.day:02d}").replace("HH", f"{dt.hour:02d}")
+            .replace("SS", f"{dt.second:02d}").replace("M", str(dt.month))
+            .replace("D", str(dt.day)))
+    return "".join(str(draw(st.integers(0, 9))) if c == "F" else c for c in text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_fixed_width_formats_cache_their_runs_like_the_general_path(data):
+    """``micros`` of a fixed-width format (date and time runs cached apart by their text) gives
+    what a fresh format's general path gives, or the same error, value after value: values,
+    then values mixing the runs of earlier ones, or one of them with a character changed."""
+    draw = data.draw
+    fmt_text = draw(st.sampled_from(_FIXED_FORMATS))
+    fmt = compile_format(fmt_text)
+    dates = st.datetimes(min_value=datetime(1950, 1, 1),
+                         max_value=datetime(2049, 12, 31, 23, 59, 59))
+    seen = [_value_of(fmt_text, draw(dates), draw) for _ in range(draw(st.integers(1, 3)))]
+    texts = list(seen)
+    for _ in range(draw(st.integers(1, 12))):
+        a, b = draw(st.sampled_from(seen)), draw(st.sampled_from(seen))
+        how = draw(st.sampled_from(("mix", "change", "any")))
+        if how == "mix":
+            cut = draw(st.integers(0, len(a)))
+            texts.append(a[:cut] + b[cut:])
+        elif how == "change":
+            at = draw(st.integers(0, len(a) - 1))
+            char = draw(st.sampled_from("0123456789") | st.text(min_size=1, max_size=1))
+            texts.append(a[:at] + char + a[at + 1:])
+        else:
+            texts.append(_digit_text(draw, draw(st.integers(0, 24))))
+    for text in texts:
+        try:
+            expected = compile_format(fmt_text).micros(text)
+        except MessageError as error:
+            with pytest.raises(MessageError) as raised:
+                fmt.micros(text)
+            assert raised.value.reason == error.reason
+            continue
+        assert fmt.micros(text) == expected
+        assert fmt.micros(text) == expected  # from the caches

@@ -7,6 +7,8 @@ import base64
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from msgcap import dumps
 from msgcap.dumps import read_jsonl
@@ -86,3 +88,64 @@ def test_chunked_reading_equals_one_line_at_a_time(tmp_path, monkeypatch, chunk,
     except SourceError as exc:
         error = str(exc)
     assert (got, error) == _one_by_one(path)
+
+
+_ID_CHARS = st.sampled_from(['a', '7', '"', "\\", "\x01", "é", "\u2028", " ", "/", "{"])
+
+
+@st.composite
+def _b64_lines(draw) -> str:
+    """Lines near the fixed shape ``read_jsonl`` reads without a JSON decoder, and off it."""
+    ident = "".join(draw(st.lists(_ID_CHARS, max_size=6)))
+    body = draw(st.binary(max_size=40))
+    b64 = base64.b64encode(body).decode()
+    how = draw(st.sampled_from(("dumps", "writer", "spaces", "headers", "bad64", "raw", "order",
+                                "cut")))
+    if how == "dumps":
+        return json.dumps({"id": ident, "headers": {}, "body_b64": b64})
+    if how == "writer":
+        return json.dumps({"id": ident, "headers": {}, "body_b64": b64}, ensure_ascii=False)
+    if how == "spaces":
+        return json.dumps({"id": ident, "headers": {}, "body_b64": b64}, separators=(",", ":"))
+    if how == "headers":
+        return json.dumps({"id": ident, "headers": {"h": ident}, "body_b64": b64})
+    if how == "bad64":  # what base64's strict mode refuses: excess padding, a cut, padding inside
+        cut = draw(st.integers(0, len(b64)))
+        b64 = draw(st.sampled_from((b64 + "=", b64 + "A", b64[:-1], b64[:cut] + "=" + b64[cut:])))
+        return json.dumps({"id": ident, "headers": {}, "body_b64": b64})
+    if how == "cut":  # the shape's parts overlapping: not JSON
+        return '{"id": "' + ident + '", "headers": {}, "body_b64": "}'
+    if how == "order":
+        return json.dumps({"headers": {}, "id": ident, "body_b64": b64})
+    # the shape with an id as is (no JSON escaping): control characters, quotes, backslashes
+    return '{"id": "' + ident + '", "headers": {}, "body_b64": "' + b64 + '"}'
+
+
+def _by_json(path: str, lines: list[str]) -> list:
+    out = []
+    for number, line in enumerate(lines, 1):
+        try:
+            message = dumps.jsonl_message(line.encode(), path, number)
+        except SourceError as error:
+            out.append(str(error))
+            break
+        if message is not None:
+            out.append((message.id, message.headers, message.body, message.origin))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_b64_lines(), min_size=1, max_size=8))
+def test_fixed_shape_lines_read_as_the_json_decoder_reads_them(tmp_path_factory, lines):
+    """Lines of the ``body_b64`` shape (read without ``json.loads``) give the Messages, or the
+    error, that the JSON decoder's path gives."""
+    path = str(tmp_path_factory.mktemp("d") / "d.jsonl")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    got = []
+    try:
+        for message in read_jsonl(path):
+            got.append((message.id, message.headers, message.body, message.origin))
+    except SourceError as error:
+        got.append(str(error))
+    assert got == _by_json(path, lines)

@@ -201,3 +201,61 @@ def test_near_the_limit_fits_or_fails_like_the_per_column_path() -> None:
     for size in range(65400, 65500):
         tx = _tx([1, "x" * size, "WA", "2024-03-01:10:15:30"])
         assert outcome(enc.encode_transaction, tx, 1) == outcome(slow.encode_transaction, tx, 1)
+
+
+@st.composite
+def present(draw, col: Column) -> Any:
+    """A value that is there (not None or MISSING): mostly of the common form, at times not."""
+    pick = draw(st.integers(0, 9))
+    if pick == 0:
+        return draw(ODD | st.text(max_size=3) | st.just("é" * col.external_length))
+    if pick == 1 and col.type_code == 0:  # one character short or over: two may compensate
+        return "x" * (col.external_length + draw(st.sampled_from((-1, 1))))
+    v = draw(good(col))
+    while v is None or v is MISSING:
+        v = draw(good(col))
+    return v
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_all_present_records_are_the_bytes_of_the_per_column_path(data) -> None:
+    """Records whose every value is present take the one-struct path of ``present_columns``
+    (guarded below): the same bytes, or the same error, as the per-column path."""
+    tabs = data.draw(st.lists(tables(), min_size=1, max_size=2))
+    if data.draw(st.booleans()):  # CHAR entries whose head is not ASCII (length ≥ 126)
+        t = tabs[0]
+        wide = [char_column("W1", data.draw(st.integers(126, 300))), char_column("W2", 20)]
+        tabs[0] = Table.build(t.name, [*t.columns, *wide[:data.draw(st.integers(1, 2))]])
+    order = data.draw(st.sampled_from(["big", "little"]))
+    fast, slow = TrailEncoder(order), general_only(TrailEncoder(order), tabs)
+    for txnum in range(1, 3):
+        tx = data.draw(transactions(tabs, values=present))
+        got = outcome(fast.encode_transaction, tx, txnum)
+        assert got == outcome(slow.encode_transaction, tx, txnum)
+        for rec in tx.records:
+            assert outcome(fast.table(rec.table).encode, rec.values) == outcome(
+                slow.table(rec.table).encode, rec.values)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_all_present_common_values_take_the_one_struct_path(data) -> None:
+    """Guards the test above: common present values really run ``present_columns``' code."""
+    from msgcap.trail.columns import present_columns
+    from msgcap.trail.layout import layout_for
+    from parsers.codegen import compile_function
+
+    table = data.draw(tables())
+    order = data.draw(st.sampled_from(["big", "little"]))
+    values = [data.draw(good(c).filter(lambda x: x is not None and x is not MISSING))
+              for c in table.columns]
+    code = present_columns(table, layout_for(order))
+    if code is None:
+        assert any(c.type_code not in (0, 192, 130, 131, 132, 133, 134, 135)
+                   for c in table.columns)
+        return
+    source = "def f(values):\n" + "\n".join(" " + line for line in code.lines) + "\n   return d\n"
+    d = compile_function(source, code.space, "f", "test")(values)
+    assert d is not None and len(d) == code.size
+    assert d == general_only(TrailEncoder(order), [table]).table(table).encode(values)
