@@ -61,6 +61,17 @@ def _spark_path(uri: str) -> str:
     return _GLOB_CHARS.sub(r"\\\1", uri)
 
 
+class _ListParam:
+    """An accumulator of lists (``AccumulatorParam``): the tasks' items, concatenated."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, a: list, b: list) -> list:
+        a.extend(b)
+        return a
+
+
 class SparkJobs:
     """The Spark operations of one batch run."""
 
@@ -188,19 +199,31 @@ class SparkJobs:
             raise task_failure(exc) from None
 
     def parse(self, source: Any, kinds: list[bool], bjob: Any) -> Any:
-        """Pass 1 over every partition, kept (memory, spilled to disk) for pass 2."""
+        """Pass 1 over every partition, kept (memory, spilled to disk) for pass 2; each task
+        adds its partition's summaries to an accumulator as it finishes (``summaries``)."""
         from pyspark import StorageLevel
 
-        return source.mapPartitionsWithIndex(
-            lambda i, it: parse_partition(bjob.value, it, lines=kinds[i]),
-            preservesPartitioning=True).persist(StorageLevel.MEMORY_AND_DISK)
+        acc = self._summaries = self.sc.accumulator([], _ListParam())
+
+        def run(i: int, it: Any) -> Any:
+            got = []
+            for p in parse_partition(bjob.value, it, lines=kinds[i]):
+                got.append(p.summary)
+                yield p
+            acc.add([(i, got)])
+
+        return source.mapPartitionsWithIndex(run, preservesPartitioning=True).persist(
+            StorageLevel.MEMORY_AND_DISK)
 
     def summaries(self, parsed: Any) -> list[list[Summary]]:
-        """Pass 1 over every partition (one job): each partition's segment summaries."""
+        """Pass 1 over every partition (one job, run in the JVM: the kept results are not
+        read back by Python): each partition's segment summaries, from the accumulator."""
         try:
-            return self.sc.runJob(parsed, lambda it: [[p.summary for p in it]])
+            parsed._jrdd.count()
         except self._failures as exc:
             raise task_failure(exc) from None
+        got = dict(self._summaries.value)  # a partition computed twice: the same summaries
+        return [got[i] for i in range(parsed.getNumPartitions())]
 
     def skeleton(self, parsed: Any, partition: int, key: SegmentKey) -> Skeleton:
         def pick(it: Any) -> list[bytes]:
