@@ -17,7 +17,7 @@ from msgcap.pipeline import Stats
 from msgcap.report import HttpReport, Reporter, metrics_text
 from msgcap.sources import source_for
 from msgcap.sources.spool import SpoolSource, is_message_name
-from msgcap.sources.stomp import Backoff, StompSource, parse_urls
+from msgcap.sources.stomp import Backoff, StompSource, _install_fast_headers, parse_urls
 from msgcap.trail.records import Position
 from props.errors import PropertyError, SourceError
 from props.settings import JmsSettings, TrailSettings
@@ -53,6 +53,32 @@ def test_tls_without_a_ca_file_fails_at_start(tmp_path) -> None:
 def _settings(*urls: str, destination: str | None = None) -> SimpleNamespace:
     return SimpleNamespace(jms=JmsSettings(url=urls, destination=destination),
                            trail=TrailSettings())
+
+
+def test_fast_header_parsing_gives_stomp_py_s_own_dict() -> None:
+    import random
+
+    import stomp.utils
+
+    _install_fast_headers()
+    _install_fast_headers()  # idempotent: the original stays the one to compare with
+    fast = stomp.utils.parse_headers
+    original = fast.original
+    assert not getattr(original, "msgcap", False)
+    lines = ["MESSAGE", "destination:/queue/a", "message-id:ID\\cx\\c1", "ack:5", "ack:6",
+             "a\\cb:c\\nd\\re\\\\f", "x\\qy:\\t", "novalue", ":emptykey", "k:", "k2:a:b",
+             "cr:a\r", "\\:x", "trailing\\:v", ""]
+    assert fast(lines, 1) == original(lines, 1)
+    assert fast(lines) == original(lines)
+    rng = random.Random(14)
+    alphabet = "ab:\\cnr\r\x00é "
+    for _ in range(3000):
+        sample = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(9)))
+                  for _ in range(rng.randrange(6))]
+        assert fast(sample) == original(sample), sample
+    frame = stomp.utils.parse_frame(b"MESSAGE\nid:1\nh\\c:v\\\\\n\nbody")
+    assert (frame.cmd, frame.headers, frame.body) == ("MESSAGE", {"id": "1", "h:": "v\\"},
+                                                      b"body")
 
 
 def test_source_for_picks_the_source_from_jms_url() -> None:
