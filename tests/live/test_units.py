@@ -17,7 +17,7 @@ from msgcap.pipeline import Stats
 from msgcap.report import HttpReport, Reporter, metrics_text
 from msgcap.sources import source_for
 from msgcap.sources.spool import SpoolSource, is_message_name
-from msgcap.sources.stomp import Backoff, StompSource, parse_urls
+from msgcap.sources.stomp import Backoff, StompSource, _install_fast_parsing, parse_urls
 from msgcap.trail.records import Position
 from props.errors import PropertyError, SourceError
 from props.settings import JmsSettings, TrailSettings
@@ -53,6 +53,54 @@ def test_tls_without_a_ca_file_fails_at_start(tmp_path) -> None:
 def _settings(*urls: str, destination: str | None = None) -> SimpleNamespace:
     return SimpleNamespace(jms=JmsSettings(url=urls, destination=destination),
                            trail=TrailSettings())
+
+
+def test_fast_frame_parsing_gives_stomp_py_s_own_frames(monkeypatch) -> None:
+    import random
+
+    import stomp.transport
+    import stomp.utils
+
+    _install_fast_parsing()
+    _install_fast_parsing()  # idempotent: the originals stay the ones to compare with
+    fast_headers, fast_frame = stomp.utils.parse_headers, stomp.utils.parse_frame
+    assert stomp.transport.parse_frame is fast_frame
+    original_headers, original_frame = fast_headers.original, fast_frame.original
+    assert not getattr(original_headers, "msgcap", False)
+
+    def reference(frame: bytes):
+        with monkeypatch.context() as m:  # stomp.py's parse_frame with its own parse_headers
+            m.setattr(stomp.utils, "parse_headers", original_headers)
+            return original_frame(frame)
+
+    def same(frame: bytes) -> None:
+        mine, theirs = fast_frame(frame), reference(frame)
+        if theirs is None:
+            assert mine is None, frame
+        else:
+            assert (mine.cmd, mine.headers, mine.original_headers, mine.body) == (
+                theirs.cmd, theirs.headers, theirs.original_headers, theirs.body), frame
+
+    lines = ["MESSAGE", "destination:/queue/a", "message-id:ID\\cx\\c1", "ack:5", "ack:6",
+             "a\\cb:c\\nd\\re\\\\f", "x\\qy:\\t", "novalue", ":emptykey", "k:", "k2:a:b",
+             "cr:a\r", "\\:x", "trailing\\:v", "é:ü", ""]
+    assert fast_headers(lines, 1) == original_headers(lines, 1)
+    assert fast_headers(lines) == original_headers(lines)
+    same("\n".join(lines).encode() + b"\nbody\x00\r\n")
+    same("\r\n".join(lines).encode() + b"\r\nbody")
+    for frame in (b"MESSAGE\nid:1\nh\\c:v\\\\\n\nbody", b"\n\nCONNECTED\nv:1\n\n", b"\n", b"",
+                  b"RECEIPT\nreceipt-id:1\n", b"X\r\n\r\nb\n\nc", b"X\na:1\r\n\r\nb\n\nc",
+                  b"X\na:\xff\xfe\n\n\xff", b"\r\nX\n\n"):
+        same(frame)
+    rng = random.Random(14)
+    alphabet = [b"a", b"b", b":", b"\\", b"c", b"n", b"r", b"\r", b"\n", b"\n\n", b"\x00",
+                b"\xc3\xa9", b"\xff", b" "]
+    for _ in range(5000):
+        sample = ["".join(rng.choice("ab:\\cnr\r\x00é ") for _ in range(rng.randrange(9)))
+                  for _ in range(rng.randrange(6))]
+        assert fast_headers(sample) == original_headers(sample), sample
+        same(b"".join(rng.choice(alphabet) for _ in range(rng.randrange(16))))
+        same(b"MESSAGE\n" + b"".join(rng.choice(alphabet) for _ in range(rng.randrange(24))))
 
 
 def test_source_for_picks_the_source_from_jms_url() -> None:
