@@ -57,3 +57,15 @@ stop_pid_file() {
     fi
     rm -f "$1"
 }
+
+# Runs the calling script's own `stop` once process $1 has exited (a test run killed midway);
+# the watcher's pid goes to file $2, so that `stop` can end the watcher too.
+stop_when_gone() {
+    (
+        trap '' INT
+        while kill -0 "$1" 2>/dev/null; do sleep 1; done
+        rm -f "$2"
+        stop >/dev/null
+    ) </dev/null >/dev/null 2>&1 &
+    echo $! > "$2"
+}

@@ -75,15 +75,6 @@ log.file.level = warning
 EOF
 }
 
-_watch() {  # stop the node once process $1 has exited (a test run killed midway)
-    (
-        trap '' INT
-        while kill -0 "$1" 2>/dev/null; do sleep 1; done
-        rm -f "$DIR/watchdog.pid"
-        stop >/dev/null
-    ) </dev/null >/dev/null 2>&1 &
-    echo $! > "$DIR/watchdog.pid"
-}
 
 start() {
     if _alive && _port_open "$PORT"; then
@@ -116,7 +107,7 @@ start() {
         fi
         sleep 0.2
     done
-    [ -z "$OWNER" ] || _watch "$OWNER"
+    [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
     echo "rabbitmq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT, dir $DIR)"
 }
 

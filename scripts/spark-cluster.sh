@@ -126,19 +126,10 @@ start() {
             --work-dir "$DIR/work/worker-$i" "$MASTER_URL"
     done
     _wait_for "registration of $WORKERS workers" _all_registered
-    [ -z "$OWNER" ] || _watch "$OWNER"
+    [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
     echo "spark cluster started ($MASTER_URL, $WORKERS workers × $CORES cores, dir $DIR)"
 }
 
-_watch() {  # stop the cluster once process $1 has exited (a test run killed midway)
-    (
-        trap '' INT
-        while kill -0 "$1" 2>/dev/null; do sleep 1; done
-        rm -f "$DIR/watchdog.pid"
-        stop >/dev/null
-    ) </dev/null >/dev/null 2>&1 &
-    echo $! > "$DIR/watchdog.pid"
-}
 
 stop() {
     local f found=0
