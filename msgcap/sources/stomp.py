@@ -59,6 +59,18 @@ from props.errors import MsgcapError, PropertyError, SourceError
 
 log = logging.getLogger("msgcap.source")
 
+
+class _ReraisedSendFailure(logging.Filter):
+    """stomp.py logs a failed send at ERROR with its traceback and then raises it again; msgcap
+    reports that failure itself in one line, so the record is a duplicate (and a traceback on
+    the user's stderr, e.g. when a broker closes a TLS connection it refused)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "error sending frame"
+
+
+logging.getLogger("stomp.py").addFilter(_ReraisedSendFailure())
+
 # Headers that describe the delivery to this subscriber, not the message.
 _DELIVERY_HEADERS = frozenset(("ack", "subscription", "content-length"))
 CONNECT_TIMEOUT = 10.0

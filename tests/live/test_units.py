@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
@@ -285,3 +286,16 @@ def test_archive_rolls_over_per_utc_day_and_size_and_never_appends_to_an_old_fil
     again.append(Message("m3", {}, "three"))
     again.close()
     assert "SALES-20260302-000002.jsonl" in os.listdir(tmp_path)
+
+
+def test_stomp_py_logs_of_send_failures_it_raises_again_are_dropped(caplog) -> None:
+    """msgcap reports a failed send in one line; stomp.py's own ERROR and traceback for it would
+    be a second report on stderr (the filter is installed by importing msgcap.sources.stomp)."""
+    stomp_log = logging.getLogger("stomp.py")
+    with caplog.at_level(logging.DEBUG, logger="stomp.py"):
+        try:
+            raise OSError("TLS/SSL connection has been closed (EOF)")
+        except OSError:
+            stomp_log.error("error sending frame", exc_info=True)
+        stomp_log.error("keepalive: bad specification %r", "x")
+    assert [r.getMessage() for r in caplog.records] == ["keepalive: bad specification 'x'"]
