@@ -280,6 +280,28 @@ def overpunch_digits(zoned: bytes) -> bytes:
     return bytes(digit.get(zoned[b], 0x3F) for b in range(256))
 
 
+# The whole-span conversions each form of ``record_image`` reads.
+_FORM_USES = {"text": "t", "overpunch": "zd", "zoned": "z", "binary": "", "packed": "h",
+              "unsigned packed": "h", "general": ""}
+
+
+def _record_form(slot: Slot) -> str:
+    """How ``record_image`` reads a slot (a key of ``_FORM_USES``)."""
+    f, col = slot.field, slot.column
+    if f is None:
+        return "general"
+    if f.kind == "alnum" and not f.date_format and col.type_code == CHAR:
+        return "text"
+    if _plain_zoned(f, col):
+        return "overpunch" if f.signed and not f.sign_leading else "zoned"
+    if f.usage in (COMP, COMP5) and _is_plain_number(f, col) and (
+            (int(slot.end) - int(slot.start), f.signed) in _STRUCT_CODES):
+        return "binary"
+    if f.usage == COMP3 and _is_plain_number(f, col):
+        return "packed" if f.signed else "unsigned packed"
+    return "general"
+
+
 def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
                  ) -> Callable[[bytes], list[Any] | None]:
     """One function that decodes every column of a full-length byte body (copybook mode), or
@@ -289,59 +311,55 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
                            "PU": _PACKED_SIGNS_UNSIGNED, "LOW": _INT64[0], "HIGH": _INT64[1],
                            "NEG": frozenset(ord(c) for c in _NEG_OVERPUNCH)}
     env["DIGITS"] = overpunch_digits(env["ZONED"])
+    forms = [_record_form(slot) for slot in slots]
+    # each whole-span conversion (``z``/``d`` translations, ``h`` hex) runs over the bytes of
+    # the fields read through it only, from ``at[...]`` on
+    at = {var: min((int(s.start) for s, form in zip(slots, forms, strict=True)
+                    if var in _FORM_USES[form]), default=0) for var in "zdh"}
+    high = {var: max((int(s.end) for s, form in zip(slots, forms, strict=True)
+                      if var in _FORM_USES[form]), default=0) for var in "zdh"}
+    z, d, h = at["z"], at["d"], 2 * at["h"]
     parts: list[str] = []
     binary: list[tuple[int, int, str, int]] = []  # (start, end, struct code, part index)
-    uses = set()
     text_spans = []
-    for i, slot in enumerate(slots):
-        f, col, a, b = slot.field, slot.column, int(slot.start), int(slot.end)
+    for i, (slot, form) in enumerate(zip(slots, forms, strict=True)):
+        f, a, b = slot.field, int(slot.start), int(slot.end)
         env[f"c{i}"] = slot.raw
         general = f"c{i}(b[{a}:{b}])"
-        if f is None:
-            parts.append(general)
-        elif f.kind == "alnum" and not f.date_format and col.type_code == CHAR:
+        if form == "text":
             parts.append(f"t[{a}:{b}]")
             text_spans.append((a, b))
-            uses.add("t")
-        elif _plain_zoned(f, col):
-            uses.add("z")
-            if f.signed and not f.sign_leading:
-                # trailing overpunch: digits, then a digit with the sign in its zone (``d``:
-                # the overpunch letters read as their digits)
-                uses.add("d")
-                parts.append(f"((-int(s) if z[{b - 1}] in NEG else int(s)) if "
-                             f"(s := d[{a}:{b}]).isdigit() and z[{a}:{b - 1}].isdigit() "
-                             f"else {general})")
-            else:
-                parts.append(f"(int(s) if (s := z[{a}:{b}]).isdigit() else {general})")
-        elif f.usage in (COMP, COMP5) and _is_plain_number(f, col) and (
-                (b - a, f.signed) in _STRUCT_CODES):
-            code = _STRUCT_CODES[(b - a, f.signed)]
-            binary.append((a, b, code, len(parts)))
+        elif form == "overpunch":
+            # trailing overpunch: digits, then a digit with the sign in its zone (``d``: the
+            # overpunch letters read as their digits)
+            parts.append(f"((-int(s) if z[{b - 1 - z}] in NEG else int(s)) if "
+                         f"(s := d[{a - d}:{b - d}]).isdigit() and z[{a - z}:{b - 1 - z}]"
+                         f".isdigit() else {general})")
+        elif form == "zoned":
+            parts.append(f"(int(s) if (s := z[{a - z}:{b - z}]).isdigit() else {general})")
+        elif form == "binary":
+            assert f is not None  # (a binary form has its field)
+            binary.append((a, b, _STRUCT_CODES[(b - a, f.signed)], len(parts)))
             parts.append(general)  # replaced below once the struct's layout is known
-        elif f.usage == COMP3 and _is_plain_number(f, col):
-            uses.add("h")
-            signs = "PS" if f.signed else "PU"
-            value = f"int(h[{2 * a}:{2 * b - 1}]) * {signs}[h[{2 * b - 1}]]"
+        elif form in ("packed", "unsigned packed"):
+            signs = "PS" if form == "packed" else "PU"
+            value = f"int(h[{2 * a - h}:{2 * b - 1 - h}]) * {signs}[h[{2 * b - 1 - h}]]"
             if 2 * (b - a) - 1 > 18:  # 19 digits may exceed the trail's 64-bit integer
                 value = f"(v if LOW <= (v := {value}) <= HIGH else {general})"
             parts.append(value)
         else:
             parts.append(general)
     lines = ["def image(b):", "    try:"]
-    if "t" in uses:
+    if text_spans:
         defined = UNDEFINED not in page.table
         lines.append(f"        t = DECODE(b, {'None' if defined else repr('replace')}, TABLE)[0]")
         if not defined:  # a byte without a character in a text field: the general path
             env["SPANS"] = tuple(text_spans)
             lines.append("        if '\\ufffd' in t and any('\\ufffd' in t[x:y] for x, y in "
                          "SPANS): return None")
-    if "z" in uses:
-        lines.append("        z = b.translate(ZONED)")
-    if "d" in uses:
-        lines.append("        d = b.translate(DIGITS)")
-    if "h" in uses:
-        lines.append("        h = b.hex()")
+    for var, call in (("z", "translate(ZONED)"), ("d", "translate(DIGITS)"), ("h", "hex()")):
+        if high[var]:
+            lines.append(f"        {var} = b[{at[var]}:{high[var]}].{call}")
     if binary:
         binary.sort()
         fmt, at = ">", 0
