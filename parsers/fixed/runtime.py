@@ -281,23 +281,19 @@ class FixedParser(ParserBase[FixedPlan]):
                 if image is None:
                     return None
                 # the timestamp field's text straight through its format, else the item
-                op = Op(plan.table, optype,
-                        ts_micros(ts) if ts_micros is not None and (ts := values[ts_field])
-                        is not None else
-                        timestamp(message, values, time.time_ns() // 1000 if need_now else 0),
-                        seqid(message, values) if seqid is not None else None,
-                        txid(message, values) if txid is not None else None,
-                        txind(message, values) if txind is not None else None,
-                        txname(message, values) if txname is not None else None,
-                        txowner(message, values) if txowner is not None else None,
-                        message_id=message.id)
+                deleted = optype == DELETE
+                return Op(plan.table, optype,
+                          ts_micros(ts) if ts_micros is not None and (ts := values[ts_field])
+                          is not None else
+                          timestamp(message, values, time.time_ns() // 1000 if need_now else 0),
+                          seqid(message, values) if seqid is not None else None,
+                          txid(message, values) if txid is not None else None,
+                          txind(message, values) if txind is not None else None,
+                          txname(message, values) if txname is not None else None,
+                          txowner(message, values) if txowner is not None else None,
+                          image if deleted else None, None if deleted else image, 0, message.id)
             except MessageError:
                 return None
-            if optype == DELETE:
-                op.before = image
-            else:
-                op.after = image
-            return op
         return fast
 
     def _header_specs(self) -> tuple[tuple[int, int, int, Convert | None, Convert], ...]:
