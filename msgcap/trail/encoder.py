@@ -184,9 +184,6 @@ class TrailEncoder:
         record), as the Spark batch mode encodes a transaction that spans partitions.
         """
         records = tx.records
-        if not records:
-            raise MessageError(f"transaction {tx.txid}: no records")
-        tb, u = self.transaction_tokens(tx.txid, tx.txname, tx.txowner)
         audit_rba = txnum & 0xFFFFFFFF
         frames = self._frames
         if len(records) == 1:  # one message, one record: the common case of replay
@@ -195,13 +192,24 @@ class TrailEncoder:
                 ind = TRANSIND_WHOLE if last else TRANSIND_BEGIN
             else:
                 ind = TRANSIND_END if last else TRANSIND_MIDDLE
-            tail = self.tail(tb, rec.seqid, u)
+            txid, seqid = tx.txid, rec.seqid
+            # no user tokens, and T token heads made before for these lengths (``tail``)
+            if (tx.txname is None and tx.txowner is None and type(txid) is str
+                    and type(seqid) is str and (heads := self._tails.get(
+                        (len(tb := txid.encode()), len(sb := seqid.encode())))) is not None):
+                tail = b"".join((heads[0], tb, heads[1], sb))
+            else:
+                tb, u = self.transaction_tokens(txid, tx.txname, tx.txowner)
+                tail = self.tail(tb, seqid, u)
             hit = frames.get(id(rec.table))
             if hit is not None and hit[0] is rec.table and rec.data is None:
                 data = hit[1].record(rec, tail, audit_rba, ind)
                 if data is not None:
                     return data
             return self._record(rec, tail, audit_rba, ind)
+        if not records:
+            raise MessageError(f"transaction {tx.txid}: no records")
+        tb, u = self.transaction_tokens(tx.txid, tx.txname, tx.txowner)
         end = len(records) - 1 if last else -1
         out: list[bytes] = []
         seq_text = None
