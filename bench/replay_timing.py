@@ -13,7 +13,7 @@ from typing import Any
 
 from gendef.build import build_definitions
 from msgcap.dumps import read_messages
-from msgcap.pipeline import Stats, build_pipeline
+from msgcap.pipeline import AHEAD, Stats, build_pipeline
 from msgcap.trail.writer import TrailWriter
 from parsers.base import build_parser
 from props.loader import load_settings
@@ -69,9 +69,10 @@ def time_parse_and_replay(dump: str, lines: bool, n: int) -> ReplayTiming:
     return ReplayTiming(parse_s, replay_s, stats, trail_mb, settings, definitions, parser)
 
 
-def time_stages(dump: str, lines: bool, n: int, chunk: int = 1000) -> dict[str, float]:
+def time_stages(dump: str, lines: bool, n: int, chunk: int = AHEAD) -> dict[str, float]:
     """CPU seconds of each stage of a replay of ``dump``, run apart over chunks of ``chunk``
-    messages (so memory and the garbage collector see what a replay sees): reading the dump into
+    messages (the replay's own batch, so caches, memory and the garbage collector see what a
+    replay sees): reading the dump into
     messages (JSON Lines or text lines, base64), ids, parsing, assembling transactions, trail
     encoding, and appending the encoded bytes to a file (one ``write`` per MB, as the writer
     does). The garbage collector is off while they run (it would charge whichever stage

@@ -126,19 +126,20 @@ def _line_chunks(path: str) -> Iterator[bytes]:
     """The file in chunks of about ``_CHUNK`` bytes that end at a line end (the last one may
     not), without the final ``\\n`` of each chunk."""
     with _open(path, "rb") as fh:
-        rest = b""
+        rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:
-                    yield rest
+                    yield b"".join(rest)
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
-                rest += chunk
+                rest.append(chunk)  # (joined once: a long line is not copied per chunk)
                 continue
-            yield rest + chunk[:cut]
-            rest = chunk[cut + 1:]
+            rest.append(chunk[:cut])
+            yield b"".join(rest) if len(rest) > 1 else rest[0]
+            rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
 
 
 def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
@@ -167,7 +168,9 @@ def _jsonl_text_message(line: str, path: str, number: int | str) -> Message | No
     return message_from_entry(obj, where)
 
 
-_CHUNK = 1 << 20
+# Bytes read at a time: the lines of one chunk are decoded and split at once, and stay in the
+# CPU caches until their messages are parsed (1 MB chunks cost replay about 5 % more CPU).
+_CHUNK = 1 << 16
 
 
 def read_text_lines(path: str) -> Iterator[Message]:
