@@ -247,14 +247,18 @@ class FixedParser(ParserBase[FixedPlan]):
         (ta, tb), (oa, ob) = self._table_slice, self._optype_slice
         by_slice, optypes = self._by_slice, self._optypes
         nheader = self._nheader
-        header_text = header_image(self._header_specs(), nheader, None)
-        header_raw = header_image(self._header_specs(), nheader, self._page)
         timestamp = self._header_items.timestamp
         ts_field, ts_micros = (self._header_items.timestamp_field,
                                self._header_items.timestamp_micros)
         if ts_micros is None or ts_field is None:
             ts_field, ts_micros = 0, None
         seqid, txid, txind, txname, txowner = self._getters
+        specs = self._header_specs()
+        if ts_micros is not None and not any(self._getters):
+            # the table and optype come from their slices: only the timestamp field is read
+            specs = tuple(spec for spec in specs if spec[0] == ts_field)
+        header_text = header_image(specs, nheader, None)
+        header_raw = header_image(specs, nheader, self._page)
         need_now = self._need_now
         raw_ok = self._copybook
 

@@ -500,6 +500,57 @@ def test_the_shortcut_reads_timestamps_as_the_general_path(retail, changes):
         assert outcome(lambda m: retail.parse(m)[0], msg(body)) == general
 
 
+EBCDIC_CPY = """\
+       01  HEADER.
+           05  HDR-FUNCTION    PIC X.
+           05  HDR-REC-ID      PIC X(8).
+      * DATEFORMAT YYYYMMDDHHMISS
+           05  HDR-TIMESTAMP   PIC 9(14).
+       01  ACCOUNT.
+      * KEY
+           05  ACCT-NO         PIC 9(6).
+           05  NAME            PIC X(8).
+           05  BALANCE         PIC S9(5)V99.
+           05  FEE             PIC S9(3)V99 COMP-3.
+"""
+EBCDIC_BODY = ("IACCOUNT 20240301101530" "000042" "ACME    " "001250{").encode("cp037") + (
+    bytes.fromhex("01250c"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["fixed.seqid=*seqid\n", "fixed.seqid=*seqid\nfixed.txname=HDR-FUNCTION\n",
+                        ""]),
+       st.lists(st.tuples(st.integers(0, len(EBCDIC_BODY) - 1), st.integers(0, 255)),
+                max_size=4))
+def test_the_shortcut_reads_byte_headers_as_the_general_path(make, items, changes):
+    """In a byte body the shortcut reads the header fields its items need (only the timestamp
+    when no other item reads one): the same Op as the general path, and the same error, for
+    any bytes in the header or the record."""
+    def outcome(fn, m):
+        try:
+            op = fn(m)
+        except MessageError as error:
+            return error.reason, error.position
+        return None if op is None else (op.table, op.optype, op.timestamp, op.seqid,
+                                        op.txname, op.after)
+
+    parser = make("parser.type=fixed\nfixed.schematype=copybook\nfixed.copybook=t.cpy\n"
+                  "fixed.header=HEADER\nfixed.timestamp=HDR-TIMESTAMP\n"
+                  "fixed.optype=HDR-FUNCTION\nfixed.table=HDR-REC-ID\nfixed.schema=S\n"
+                  "fixed.encoding=cp037\n" + items, t__cpy=EBCDIC_CPY)
+    parser.parse(msg(EBCDIC_BODY))  # the table and optype known: the shortcut runs
+    body = bytearray(EBCDIC_BODY)
+    for at, byte in changes:
+        body[at] = byte
+    general = outcome(parser._parse, msg(bytes(body)))
+    fast = outcome(parser._fast, msg(bytes(body)))
+    assert fast is None or fast == general
+    assert outcome(lambda m: parser.parse(m)[0], msg(bytes(body))) == general
+    if not changes:
+        assert fast == general  # (the shortcut really runs)
+
+
 def test_user_defined_table_in_a_byte_message(make):
     """A user-defined table beside the copybook records: its text columns are read in
     fixed.encoding from a byte body, like the copybook's."""
