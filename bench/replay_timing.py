@@ -6,12 +6,14 @@ Run from the benchmark's working directory (``dirprm/bench.properties``, the dum
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from gendef.build import build_definitions
+from msgcap.commands.replay import PROGRESS_INTERVAL, Progress, replay_messages
 from msgcap.dumps import read_messages
 from msgcap.pipeline import AHEAD, Stats, build_pipeline
 from msgcap.trail.writer import TrailWriter
@@ -56,9 +58,9 @@ def time_parse_and_replay(dump: str, lines: bool, n: int) -> ReplayTiming:
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract)
     pipeline = build_pipeline(settings, writer, writer.open(), definitions=definitions,
                               parser=parser)
-    for _ in pipeline.process_many(read_messages([dump], lines=lines)):
-        pass
-    pipeline.finish()
+    # the loop of ``msgcap replay``, progress lines included (at its default interval)
+    replay_messages(pipeline, read_messages([dump], lines=lines),
+                    Progress(io.StringIO(), PROGRESS_INTERVAL))
     writer.flush_durable()
     os.fsync(os.open(writer.position.file, os.O_RDONLY))
     writer.close()

@@ -15,9 +15,14 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from msgcap.pipeline import Stats
+    from collections.abc import Iterable
+
+    from msgcap.pipeline import Pipeline, Stats
+    from parsers.model import Message
 
 log = logging.getLogger("msgcap.replay")
+
+PROGRESS_INTERVAL = 2.0  # seconds between progress lines, by default
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="properties file (e.g. dirprm/jmsvam.properties)")
     parser.add_argument("--lines", action="store_true",
                         help="each line of a DUMP is one message body (id FILE:LINE)")
-    parser.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",
+    parser.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL,
+                        metavar="SECONDS",
                         help="seconds between progress lines on stderr (default 2; 0 = every "
                              "message, negative = never)")
     parser.add_argument("dumps", nargs="+", metavar="DUMP",
@@ -63,15 +69,7 @@ def run(args: argparse.Namespace) -> int:
         started = time.monotonic()
         try:
             try:
-                for message, result in pipeline.process_many(
-                        read_messages(paths, lines=args.lines)):
-                    if result.duplicate:
-                        log.warning("message %s: duplicate (already in the trail), skipped",
-                                    message.name)
-                    elif result.discarded is not None:
-                        log.warning("discarded: %s", result.discarded)
-                    progress.tick(stats)
-                pipeline.finish()
+                replay_messages(pipeline, read_messages(paths, lines=args.lines), progress)
             finally:  # what was written before an error is kept: make it durable first
                 progress.done()
                 if not writer.broken:
@@ -88,6 +86,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"definitions: {trail.defs}")
     log.debug("replay of %d messages took %.2f s", stats.messages, time.monotonic() - started)
     return 0
+
+
+def replay_messages(pipeline: Pipeline, messages: Iterable[Message], progress: Progress
+                    ) -> None:
+    """Every message through ``pipeline``, as ``msgcap replay`` runs them (bench/ times this
+    loop): a warning for each duplicate or discarded one, progress lines, then the end of the
+    input (an open transaction is an error)."""
+    stats = pipeline.stats
+    for message, result in pipeline.process_many(messages):
+        if result.duplicate:
+            log.warning("message %s: duplicate (already in the trail), skipped", message.name)
+        elif result.discarded is not None:
+            log.warning("discarded: %s", result.discarded)
+        progress.tick(stats)
+    pipeline.finish()
 
 
 class Progress:
