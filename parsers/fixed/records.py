@@ -11,9 +11,10 @@ names of converters), compiled once.
 * ``text_image`` — a full-length text body (one variant for ASCII bodies, one for any text): a
   CHAR column is a slice, a VARCHAR one a slice without trailing blanks, a zoned number
   ``int()``; the rest calls its converter.
-* ``record_image`` — a full-length byte body in copybook mode: one ``charmap_decode`` of the
-  whole record for its text fields, one ``bytes.translate`` to ASCII digits and overpunch letters
-  for its zoned numbers (and one to the digits overpunch letters stand for, for signed ones), one ``bytes.hex`` for its packed (COMP-3) fields, one precompiled
+* ``record_image`` — a full-length byte body in copybook mode: one ``charmap_decode`` for its
+  text fields, one ``bytes.translate`` to ASCII digits and overpunch letters for its zoned numbers
+  (and one to the digits overpunch letters stand for, for signed ones), one ``bytes.hex`` for its
+  packed (COMP-3) fields — each over the bytes its fields span only — one precompiled
   ``struct.Struct`` for all its 2/4/8-byte binary fields; numbers go straight to the trail's
   integer form (unscaled digits) instead of through ``Decimal``. Any field outside these common
   forms calls its general converter. When a value is not in its common form (a blank number, a
@@ -312,13 +313,13 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
                            "NEG": frozenset(ord(c) for c in _NEG_OVERPUNCH)}
     env["DIGITS"] = overpunch_digits(env["ZONED"])
     forms = [_record_form(slot) for slot in slots]
-    # each whole-span conversion (``z``/``d`` translations, ``h`` hex) runs over the bytes of
-    # the fields read through it only, from ``at[...]`` on
+    # each whole-span conversion (``t`` text, ``z``/``d`` translations, ``h`` hex) runs over
+    # the bytes of the fields read through it only, from ``at[...]`` on
     at = {var: min((int(s.start) for s, form in zip(slots, forms, strict=True)
-                    if var in _FORM_USES[form]), default=0) for var in "zdh"}
+                    if var in _FORM_USES[form]), default=0) for var in "tzdh"}
     high = {var: max((int(s.end) for s, form in zip(slots, forms, strict=True)
-                      if var in _FORM_USES[form]), default=0) for var in "zdh"}
-    z, d, h = at["z"], at["d"], 2 * at["h"]
+                      if var in _FORM_USES[form]), default=0) for var in "tzdh"}
+    t, z, d, h = at["t"], at["z"], at["d"], 2 * at["h"]
     parts: list[str] = []
     binary: list[tuple[int, int, str, int]] = []  # (start, end, struct code, part index)
     text_spans = []
@@ -327,8 +328,8 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
         env[f"c{i}"] = slot.raw
         general = f"c{i}(b[{a}:{b}])"
         if form == "text":
-            parts.append(f"t[{a}:{b}]")
-            text_spans.append((a, b))
+            parts.append(f"t[{a - t}:{b - t}]")
+            text_spans.append((a - t, b - t))
         elif form == "overpunch":
             # trailing overpunch: digits, then a digit with the sign in its zone (``d``: the
             # overpunch letters read as their digits)
@@ -352,7 +353,8 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
     lines = ["def image(b):", "    try:"]
     if text_spans:
         defined = UNDEFINED not in page.table
-        lines.append(f"        t = DECODE(b, {'None' if defined else repr('replace')}, TABLE)[0]")
+        lines.append(f"        t = DECODE(b[{t}:{high['t']}], {'None' if defined else repr('replace')}, "
+                     "TABLE)[0]")
         if not defined:  # a byte without a character in a text field: the general path
             env["SPANS"] = tuple(text_spans)
             lines.append("        if '\\ufffd' in t and any('\\ufffd' in t[x:y] for x, y in "
