@@ -568,7 +568,9 @@ class ImageRecords:
             info = self._table_info(table)
         keys, declared = info[1], info[2]
         if optype == INSERT:
-            after = _image(op, op.after, "after")  # (raises when there is none)
+            after = op.after
+            if after is None:
+                after = _image(op, after, "after")  # (raises)
             if declared:
                 for i in keys:
                     if after[i] is MISSING:

@@ -258,10 +258,11 @@ class Pipeline:
         ``process``.
         """
         it = iter(messages)
+        parse, complete = self._parse, self._complete
         while chunk := list(islice(it, batch)):
-            ahead = [(message, message.id, self._parse(message)) for message in chunk]
+            ahead = [(message, message.id, parse(message)) for message in chunk]
             for message, raw_id, parsed in ahead:
-                yield message, self._complete(message, raw_id, parsed)
+                yield message, complete(message, raw_id, parsed)
 
     def _parse(self, message: Message) -> list[Op] | Exception:
         """The message with its id applied → its ops, or the exception that stopped them
