@@ -107,7 +107,11 @@ class Progress:
     """Progress lines on a long replay: at most one per ``interval`` seconds, after the first.
 
     On a terminal the line is rewritten in place; elsewhere (logs, pipes) each is a new line.
+    The clock is read at every ``CLOCK_EVERY``-th tick (every tick for an interval of 0), not
+    per message.
     """
+
+    CLOCK_EVERY = 64
 
     def __init__(self, out: TextIO, interval: float) -> None:
         self.out = out
@@ -115,10 +119,14 @@ class Progress:
         self.start = self.last = time.monotonic()
         self.tty = out.isatty()
         self.shown = False
+        self._every = 1 if interval == 0 else self.CLOCK_EVERY
+        self._countdown = self._every
 
     def tick(self, stats: Stats) -> None:
-        if self.interval < 0:
+        self._countdown -= 1
+        if self._countdown or self.interval < 0:
             return
+        self._countdown = self._every
         now = time.monotonic()
         if now - self.last < self.interval:
             return

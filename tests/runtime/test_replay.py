@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -209,6 +210,26 @@ def test_progress_lines(work, capsys):
     assert main(["replay", "--prop", PROP, "--progress-interval", "0", "messages.jsonl"]) == 0
     err = capsys.readouterr().err
     assert "replay: 5 messages, 6 transactions, 8 operations, 0 discarded" in err
+
+
+def test_progress_lines_at_most_one_per_interval(monkeypatch):
+    """A line once the interval has passed, looked at every ``CLOCK_EVERY`` messages."""
+    from msgcap.commands import replay
+    from msgcap.pipeline import Stats
+
+    clock = iter(range(1000))
+    monkeypatch.setattr(replay.time, "monotonic", lambda: next(clock) * 0.5)
+    out = io.StringIO()
+    progress = replay.Progress(out, 1.0)  # started at 0.0
+    stats = Stats(messages=7)
+    for _ in range(replay.Progress.CLOCK_EVERY - 1):
+        progress.tick(stats)
+    assert out.getvalue() == ""  # not looked at yet
+    progress.tick(stats)  # 0.5 s: too early
+    for _ in range(replay.Progress.CLOCK_EVERY):
+        progress.tick(stats)  # 1.0 s: a line
+    assert out.getvalue().startswith("replay: 7 messages, 0 transactions")
+    assert out.getvalue().count("\n") == 1
 
 
 def test_missing_input_is_one_line_error(work, capsys):
