@@ -256,7 +256,6 @@ def header_image(gets: tuple[tuple[int, int, int, Convert | None, Convert], ...]
 _STRUCT_CODES = {(2, True): "h", (4, True): "i", (8, True): "q",
                  (2, False): "H", (4, False): "I", (8, False): "Q"}
 _PACKED_SIGNS = {"a": 1, "c": 1, "e": 1, "f": 1, "b": -1, "d": -1}
-_PACKED_SIGNS_UNSIGNED = {"a": 1, "c": 1, "e": 1, "f": 1}  # a negative unsigned value: general
 
 
 def _is_plain_number(f: FieldLayout, col: Column) -> bool:
@@ -309,17 +308,18 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
     returns None when a value needs the general path (see the module docstring)."""
     env: dict[str, Any] = {"DECODE": codecs.charmap_decode, "TABLE": page.table,
                            "ZONED": zoned_ascii(page), "PS": _PACKED_SIGNS,
-                           "PU": _PACKED_SIGNS_UNSIGNED, "LOW": _INT64[0], "HIGH": _INT64[1],
+                           "LOW": _INT64[0], "HIGH": _INT64[1],
                            "NEG": frozenset(ord(c) for c in _NEG_OVERPUNCH)}
     env["DIGITS"] = overpunch_digits(env["ZONED"])
     forms = [_record_form(slot) for slot in slots]
     # each whole-span conversion (``t`` text, ``z``/``d`` translations, ``h`` hex) runs over
-    # the bytes of the fields read through it only, from ``at[...]`` on
-    at = {var: min((int(s.start) for s, form in zip(slots, forms, strict=True)
-                    if var in _FORM_USES[form]), default=0) for var in "tzdh"}
-    high = {var: max((int(s.end) for s, form in zip(slots, forms, strict=True)
-                      if var in _FORM_USES[form]), default=0) for var in "tzdh"}
-    t, z, d, h = at["t"], at["z"], at["d"], 2 * at["h"]
+    # the bytes of the fields read through it only, ``span_start[...]`` to ``span_end[...]``
+    span_start = {var: min((int(s.start) for s, form in zip(slots, forms, strict=True)
+                            if var in _FORM_USES[form]), default=0) for var in "tzdh"}
+    span_end = {var: max((int(s.end) for s, form in zip(slots, forms, strict=True)
+                          if var in _FORM_USES[form]), default=0) for var in "tzdh"}
+    # offsets into each conversion's result (``h`` has two hex digits per byte)
+    t, z, d, h = span_start["t"], span_start["z"], span_start["d"], 2 * span_start["h"]
     parts: list[str] = []
     binary: list[tuple[int, int, str, int]] = []  # (start, end, struct code, part index)
     text_spans = []
@@ -343,8 +343,10 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
             binary.append((a, b, _STRUCT_CODES[(b - a, f.signed)], len(parts)))
             parts.append(general)  # replaced below once the struct's layout is known
         elif form in ("packed", "unsigned packed"):
-            signs = "PS" if form == "packed" else "PU"
-            value = f"int(h[{2 * a - h}:{2 * b - 1 - h}]) * {signs}[h[{2 * b - 1 - h}]]"
+            digits, sign = f"h[{2 * a - h}:{2 * b - 1 - h}]", f"h[{2 * b - 1 - h}]"
+            # unsigned: a negative sign nibble (an error, or 0 for -0) is the field's converter's
+            value = (f"int({digits}) * PS[{sign}]" if form == "packed" else
+                     f"(int({digits}) if {sign} in 'acef' else {general})")
             if 2 * (b - a) - 1 > 18:  # 19 digits may exceed the trail's 64-bit integer
                 value = f"(v if LOW <= (v := {value}) <= HIGH else {general})"
             parts.append(value)
@@ -353,15 +355,15 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
     lines = ["def image(b):", "    try:"]
     if text_spans:
         defined = UNDEFINED not in page.table
-        lines.append(f"        t = DECODE(b[{t}:{high['t']}], {'None' if defined else repr('replace')}, "
-                     "TABLE)[0]")
+        errors = "None" if defined else repr("replace")
+        lines.append(f"        t = DECODE(b[{t}:{span_end['t']}], {errors}, TABLE)[0]")
         if not defined:  # a byte without a character in a text field: the general path
             env["SPANS"] = tuple(text_spans)
             lines.append("        if '\\ufffd' in t and any('\\ufffd' in t[x:y] for x, y in "
                          "SPANS): return None")
     for var, call in (("z", "translate(ZONED)"), ("d", "translate(DIGITS)"), ("h", "hex()")):
-        if high[var]:
-            lines.append(f"        {var} = b[{at[var]}:{high[var]}].{call}")
+        if span_end[var]:
+            lines.append(f"        {var} = b[{span_start[var]}:{span_end[var]}].{call}")
     if binary:
         binary.sort()
         fmt, at = ">", 0
