@@ -55,7 +55,7 @@ from gendef.durable import fsync_parent
 from msgcap.archive import Archive
 from msgcap.checkpoint import Checkpoint, CheckpointFile
 from msgcap.dumps import entry_line, message_from_entry
-from msgcap.pipeline import Pipeline
+from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
 from parsers.model import Message
@@ -75,6 +75,7 @@ POLL_SECONDS = 0.5
 WAIT_REPORT_SECONDS = 60.0  # while idle inside a transaction, say so this often
 SPILL_AT = 1000
 STREAM_AT = 1000  # records of an open transaction held in memory before a part is written
+PARSE_AHEAD = 256  # messages given ids and parsed before the first of them is assembled
 
 
 class Capture:
@@ -186,8 +187,7 @@ class Capture:
                     last_message = clock()  # the outage is not idleness
                     continue
                 except Unreadable as bad:
-                    self._window = source.window
-                    self._one(bad.message, unreadable=bad.error)
+                    self._unreadable(bad.message, bad.error)
                     last_message = clock()
                     continue
                 if not messages:
@@ -214,33 +214,45 @@ class Capture:
             self.capturing = False
 
     def _many(self, messages: list[Message]) -> None:
-        """The messages the source had ready at once, then the end of a group past its time."""
+        """The messages the source had ready at once through the pipeline, ids and parsing
+        ahead (``Pipeline.parse_ahead``), then the end of a group past its time."""
         self._window = self.source.window
-        assembler = self.pipeline.assembler
-        for message in messages:
-            if self._stopping and assembler.open_transaction is None:
+        if self._journaled:
+            messages = [m for m in messages if not self._journaled_again(m)]
+        pipeline, archive = self.pipeline, self.archive
+        for message, raw_id, parsed in pipeline.parse_ahead(messages, PARSE_AHEAD):
+            if self._stopping and pipeline.assembler.open_transaction is None:
                 break  # the rest stays unacknowledged and comes again
-            self._one(message)
+            if archive is not None:
+                archive.append(message, id=raw_id)
+            # a MessageError from here on is error.policy=abend
+            self._take(message, raw_id, pipeline.complete(message, raw_id, parsed))
         if self._group_first is not None and self._clock() - self._group_first >= GROUP_SECONDS:
             self._flush()
 
-    def _one(self, message: Message, *, unreadable: MessageError | None = None) -> None:
-        """One message through the pipeline (``unreadable``: the source could not read it,
-        only the error policy applies), then group commit."""
-        if message.id in self._journaled:
-            # journaled and acknowledged, but the ack did not reach the broker before a crash
-            # or a lost connection: the journal copy is the one in the open transaction
-            log.warning("message %s: already in the spill journal, skipped", message.name)
-            self.pipeline.stats.duplicates += 1
-            self.source.ack([message])
+    def _unreadable(self, message: Message, error: MessageError) -> None:
+        """A message the source could not read: only the error policy applies."""
+        self._window = self.source.window
+        if self._journaled_again(message):
             return
         if self.archive is not None:
             self.archive.append(message)
-        raw_id = message.id
-        if unreadable is not None:
-            result = self.pipeline.refuse(message, unreadable)
-        else:  # a MessageError from here on is error.policy=abend
-            result = self.pipeline.process(message)
+        self._take(message, message.id, self.pipeline.refuse(message, error))
+
+    def _journaled_again(self, message: Message) -> bool:
+        """Whether the message is in the spill journal (then it is acknowledged and skipped):
+        the ack did not reach the broker before a crash or a lost connection, and the journal
+        copy is the one in the open transaction."""
+        if message.id not in self._journaled:
+            return False
+        log.warning("message %s: already in the spill journal, skipped", message.name)
+        self.pipeline.stats.duplicates += 1
+        self.source.ack([message])
+        return True
+
+    def _take(self, message: Message, raw_id: str, result: Processed) -> None:
+        """What the pipeline did with one message: hold it with the open transaction or
+        release it with a group, and end the group when it is due."""
         released = False
         for done, position in result.written:
             self._done.extend(done.messages)
