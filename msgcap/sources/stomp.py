@@ -82,6 +82,8 @@ RECEIPT_TIMEOUT = 30.0
 # a second. A broker configured with a larger page size lets jms.ack.batch go higher.
 ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
+# How often frames count as a heart-beat for stomp.py's monitor (which waits 1.5 heart-beats).
+SIGN_OF_LIFE_SECONDS = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,13 +191,15 @@ class _Inbox:
     """What the receiver thread hands to the capture thread, in order: messages and ``_Lost``.
 
     The receiver adds a whole read's messages at once and the capture takes all there is at once;
-    the capture waits (on an Event) only when there is nothing. A ``queue.Queue`` takes a lock and
-    a condition per message on both sides, and with them a switch of the GIL.
+    the capture waits (on an Event) only when there is nothing, and only then is the Event set. A
+    ``queue.Queue`` takes a lock and a condition per message on both sides, and with them a switch
+    of the GIL.
     """
 
     def __init__(self) -> None:
         self._items: collections.deque[Any] = collections.deque()
         self._ready = threading.Event()
+        self._waiting = False  # set before the capture's last look at _items, then it waits
 
     def put(self, item: Any) -> None:
         self._items.append(item)
@@ -203,7 +207,8 @@ class _Inbox:
 
     def extend(self, items: list[Any]) -> None:
         self._items.extend(items)
-        self._ready.set()
+        if self._waiting:
+            self._ready.set()
 
     def put_back(self, items: list[Any]) -> None:
         """Items taken but not used go back in front, in their order."""
@@ -214,8 +219,10 @@ class _Inbox:
         items = self._items
         if not items:
             self._ready.clear()
-            if not items:  # (an item added before the clear would have been seen here)
+            self._waiting = True
+            if not items:  # (items added before _waiting was set are seen here)
                 self._ready.wait(timeout)
+            self._waiting = False
         count = len(items) if limit is None else min(limit, len(items))
         popleft = items.popleft
         return [popleft() for _ in range(count)]
@@ -604,7 +611,7 @@ class _FrameReader:
     with the transport's own ``receive`` (once; on a non-blocking TLS socket until nothing is
     left), finds the frames in what it has, gives the MESSAGE frames of the read to ``deliver``
     in one call as (headers, body) and tells stomp.py's heart-beat monitor that the broker is
-    alive; any other frame goes to stomp.py's ``process_frame`` (after the messages before it).
+    alive (at most every ``SIGN_OF_LIFE_SECONDS``); any other frame goes to stomp.py's ``process_frame`` (after the messages before it).
     Frames are the ones stomp.py would make: a frame's end is its first NUL, or later if its
     ``content-length`` says so; EOLs between frames are heart-beats; a frame with CR LF line ends
     is parsed by stomp.py's own ``parse_frame``.
@@ -616,6 +623,7 @@ class _FrameReader:
 
         self._transport, self._deliver = transport, deliver
         self._rest = b""  # the start of a frame not read to its end yet
+        self._next_sign_of_life = 0.0
         self._frame_class, self._parse_frame = stomp.utils.Frame, stomp.utils.parse_frame
         self._closed = stomp.exception.ConnectionClosedException
         self._interrupted = stomp.exception.InterruptedException
@@ -681,7 +689,8 @@ class _FrameReader:
         self._rest = buf[pos:]
         if messages:
             self._deliver(messages)
-        if messages or alive:
+        if (messages or alive) and time.monotonic() >= self._next_sign_of_life:
+            self._next_sign_of_life = time.monotonic() + SIGN_OF_LIFE_SECONDS
             self._transport.notify("heartbeat")
 
     def _odd_frame(self, buf: bytes, pos: int, nul: int, messages: list[_Frame]) -> int:
