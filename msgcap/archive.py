@@ -42,11 +42,12 @@ class Archive:
         self.path = ""
         self.files: list[str] = []
 
-    def append(self, message: Message, received: datetime | None = None) -> None:
-        """Add one consumed message (call before the pipeline replaces its id)."""
+    def append(self, message: Message, received: datetime | None = None, *,
+               id: str | None = None) -> None:
+        """Add one consumed message; ``id``: its raw id, once the pipeline replaced it."""
         now = received or self._clock()
         day = now.strftime("%Y%m%d")
-        line = entry_line(message, received=now.isoformat(timespec="microseconds")
+        line = entry_line(message, id=id, received=now.isoformat(timespec="microseconds")
                           .replace("+00:00", "Z")).encode("utf-8")
         if self._fh is None or day != self._day or (self._size and
                                                     self._size + len(line) > self.limit):

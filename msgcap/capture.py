@@ -4,11 +4,12 @@ Every message goes through the one ``Pipeline`` (ids, parser, assembler, writer,
 This loop adds what only a live source needs:
 
 * **Group commit** (``trail.sync``, properties.md §10.1): transactions are written as they
-  complete; a group ends when no message is ready, at 1000 transactions, 200 ms after its first
-  one, or when half the broker's prefetch window waits for it (``transaction``: after every
-  transaction). At the end of a group the trail (and archive) is
-  flushed and fsynced, the checkpoint replaced, and only then are the group's messages
-  acknowledged. A message held by an open transaction is released with that transaction.
+  complete; a group ends when no message is ready, at 1000 transactions, when half the broker's
+  prefetch window waits for it, or, after the messages the source had ready at once
+  (``receive_many``), 200 ms after its first one (``transaction``: after every transaction). At
+  the end of a group the trail (and archive) is flushed and fsynced, the checkpoint replaced, and
+  only then are the group's messages acknowledged. A message held by an open transaction is
+  released with that transaction.
 * **Redelivery**: when the broker connection was lost, whatever is written is made durable and
   the assembler restarts from the trail's state, exactly as after a crash; the broker redelivers
   everything unacknowledged and the duplicate rule (§9.2) skips what the trail already holds.
@@ -54,7 +55,7 @@ from gendef.durable import fsync_parent
 from msgcap.archive import Archive
 from msgcap.checkpoint import Checkpoint, CheckpointFile
 from msgcap.dumps import entry_line, message_from_entry
-from msgcap.pipeline import Pipeline
+from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
 from parsers.model import Message
@@ -108,6 +109,7 @@ class Capture:
         self._discarded: list[Message] = []
         self._group_txs = 0
         self._group_first: float | None = None
+        self._window: int | None = None  # the source's, as of the messages in hand
         self.spill_path = spill_path
         self._spill_at = spill_at
         self._held: list[tuple[Message, str]] = []  # (message, raw id) held by the open tx
@@ -178,16 +180,16 @@ class Capture:
                     if self.max_idle is not None and open_tx is None:
                         timeout = min(timeout, max(0.0, last_message + self.max_idle - now))
                 try:
-                    message = source.receive(timeout)
+                    messages = source.receive_many(timeout)
                 except Redelivery as event:
                     self._redelivery(str(event))
                     last_message = clock()  # the outage is not idleness
                     continue
                 except Unreadable as bad:
-                    self._one(bad.message, unreadable=bad.error)
+                    self._unreadable(bad.message, bad.error)
                     last_message = clock()
                     continue
-                if message is None:
+                if not messages:
                     self._flush()
                     if self._stopping and stop_deadline is not None:
                         stop_deadline = min(stop_deadline, clock() + self.stop_grace)
@@ -195,8 +197,8 @@ class Capture:
                         self.reporter.tick()
                     continue
                 waiting_said = None
-                self._one(message)
-                last_message = clock()  # idle time starts once the message is processed
+                self._many(messages)
+                last_message = clock()  # idle time starts once the messages are processed
                 if self._stopping:
                     stop_deadline = last_message + self.stop_grace
                 if self.reporter is not None:
@@ -210,23 +212,46 @@ class Capture:
         finally:
             self.capturing = False
 
-    def _one(self, message: Message, *, unreadable: MessageError | None = None) -> None:
-        """One message through the pipeline (``unreadable``: the source could not read it,
-        only the error policy applies), then group commit."""
-        if message.id in self._journaled:
-            # journaled and acknowledged, but the ack did not reach the broker before a crash
-            # or a lost connection: the journal copy is the one in the open transaction
-            log.warning("message %s: already in the spill journal, skipped", message.name)
-            self.pipeline.stats.duplicates += 1
-            self.source.ack([message])
+    def _many(self, messages: list[Message]) -> None:
+        """The messages the source had ready at once through the pipeline, ids and parsing
+        ahead (``Pipeline.parse_ahead``), then the end of a group past its time."""
+        self._window = self.source.window
+        if self._journaled:
+            messages = [m for m in messages if not self._journaled_again(m)]
+        pipeline, archive = self.pipeline, self.archive
+        for message, raw_id, parsed in pipeline.parse_ahead(messages):
+            if self._stopping and pipeline.assembler.open_transaction is None:
+                break  # the rest stays unacknowledged and comes again
+            if archive is not None:
+                archive.append(message, id=raw_id)
+            # a MessageError from here on is error.policy=abend
+            self._take(message, raw_id, pipeline.complete(message, raw_id, parsed))
+        if self._group_first is not None and self._clock() - self._group_first >= GROUP_SECONDS:
+            self._flush()
+
+    def _unreadable(self, message: Message, error: MessageError) -> None:
+        """A message the source could not read: only the error policy applies."""
+        self._window = self.source.window
+        if self._journaled_again(message):
             return
         if self.archive is not None:
             self.archive.append(message)
-        raw_id = message.id
-        if unreadable is not None:
-            result = self.pipeline.refuse(message, unreadable)
-        else:  # a MessageError from here on is error.policy=abend
-            result = self.pipeline.process(message)
+        self._take(message, message.id, self.pipeline.refuse(message, error))
+
+    def _journaled_again(self, message: Message) -> bool:
+        """Whether the message is in the spill journal (then it is acknowledged and skipped):
+        the ack did not reach the broker before a crash or a lost connection, and the journal
+        copy is the one in the open transaction."""
+        if message.id not in self._journaled:
+            return False
+        log.warning("message %s: already in the spill journal, skipped", message.name)
+        self.pipeline.stats.duplicates += 1
+        self.source.ack([message])
+        return True
+
+    def _take(self, message: Message, raw_id: str, result: Processed) -> None:
+        """What the pipeline did with one message: hold it with the open transaction or
+        release it with a group, and end the group when it is due."""
         released = False
         for done, position in result.written:
             self._done.extend(done.messages)
@@ -249,13 +274,11 @@ class Capture:
                 self._spill()
         if not (self._done or self._discarded):
             return
-        now = self._clock()
         if self._group_first is None:
-            self._group_first = now
-        window = self.source.window
+            self._group_first = self._clock()
+        window = self._window
         if ((self.sync == "transaction" and result.written)
                 or self._group_txs >= GROUP_TRANSACTIONS
-                or now - self._group_first >= GROUP_SECONDS
                 or (window is not None and len(self._done) + len(self._discarded) >= window)):
             self._flush()
 

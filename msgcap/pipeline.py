@@ -153,6 +153,9 @@ class Processed:
     discarded: MessageError | None = None
 
 
+Parsed = tuple[Message, str, list[Op] | Exception]  # a message, its raw id, what parsing gave
+
+
 class Discards(Protocol):
     """Where ``error.policy=discard`` puts a bad message: ``write`` returns once it is kept
     (the capture then acknowledges it). ``DiscardFile``, or the dead-letter destination
@@ -244,38 +247,42 @@ class Pipeline:
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
         raw_id = message.id
-        return self._complete(message, raw_id, self._parse(message))
+        return self.complete(message, raw_id, self._parse(message))
 
     def process_many(self, messages: Iterable[Message], batch: int = AHEAD
                      ) -> Iterator[tuple[Message, Processed]]:
-        """``process`` of each message, in order, with ids and parsing done a batch ahead.
+        """``process`` of each message, in order, with ids and parsing done a batch ahead."""
+        complete = self.complete
+        for message, raw_id, parsed in self.parse_ahead(messages, batch):
+            yield message, complete(message, raw_id, parsed)
+
+    def parse_ahead(self, messages: Iterable[Message], batch: int = AHEAD) -> Iterator[Parsed]:
+        """Each message with its raw id and its ops (or the exception that stopped them), ids and
+        parsing done for ``batch`` messages at a time; ``complete`` each in turn.
 
         The ids depend on the messages alone and the parser is a pure function of a message,
         so running them for the next ``batch`` messages before assembling and writing gives the
         same results (an error met ahead counts at its message's turn), while each stage's code
-        stays hot in the CPU caches: replay spends about a fifth less CPU per message. For
-        finite inputs (replay); the live capture, which acknowledges per message, uses
-        ``process``.
+        stays hot in the CPU caches: replay spends about a fifth less CPU per message. The live
+        capture runs it over the messages its source had ready at once.
         """
         it = iter(messages)
-        parse, complete = self._parse, self._complete
+        parse = self._parse
         while chunk := list(islice(it, batch)):
-            ahead = [(message, message.id, parse(message)) for message in chunk]
-            for message, raw_id, parsed in ahead:
-                yield message, complete(message, raw_id, parsed)
+            yield from [(message, message.id, parse(message)) for message in chunk]
 
     def _parse(self, message: Message) -> list[Op] | Exception:
         """The message with its id applied → its ops, or the exception that stopped them
-        (raised, or the message rejected, by ``_complete`` at the message's turn)."""
+        (raised, or the message rejected, by ``complete`` at the message's turn)."""
         try:
             message.id = self.ids.next_id(message)
             return self.parser.parse(message)
         except Exception as exc:  # noqa: BLE001 - deferred to the message's turn, not dropped
             return exc
 
-    def _complete(self, message: Message, raw_id: str, parsed: list[Op] | Exception
-                  ) -> Processed:
-        """Assemble and write what ``_parse`` gave for one message."""
+    def complete(self, message: Message, raw_id: str, parsed: list[Op] | Exception
+                 ) -> Processed:
+        """Assemble and write what parsing gave for one message (``parse_ahead``)."""
         stats = self.stats
         stats.messages += 1
         stats.body_size += len(message.body)

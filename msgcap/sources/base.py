@@ -3,11 +3,12 @@
 A source delivers ``Message(id, headers, body)`` objects in order and learns, through ``ack``, how
 far the trail has got:
 
-* ``receive(timeout)`` returns the next message, or ``None`` when none arrived in time (the loop
-  uses that to end a commit group). It raises ``Redelivery`` when the connection was lost and
-  re-established: every message not yet acknowledged will be delivered again, so the loop must drop
-  whatever is not durable (the open transaction, the messages it was holding). It raises
-  ``Unreadable`` for a message that cannot be read as one (for ``error.policy``).
+* ``receive_many(timeout)`` returns the messages that are ready, in order, or none when none
+  arrived in time (the loop uses that to end a commit group); ``receive`` returns one. They raise
+  ``Redelivery`` when the connection was lost and re-established: every message not yet
+  acknowledged will be delivered again, so the loop must drop whatever is not durable (the open
+  transaction, the messages it was holding). They raise ``Unreadable`` for a message that cannot
+  be read as one (for ``error.policy``).
 * ``ack(done, discarded)`` says these messages are durable (in the trail, the discard file or the
   capture's spill journal): the source may forget them for good. It sets ``message.ack`` to None
   and skips messages whose handle is None, so a message is never acknowledged twice.
@@ -60,6 +61,12 @@ class Source(ABC):
     @abstractmethod
     def receive(self, timeout: float) -> Message | None:
         """The next message, ``None`` after ``timeout`` seconds without one."""
+
+    def receive_many(self, timeout: float) -> list[Message]:
+        """The messages ready now (a source that reads one at a time: one), none after
+        ``timeout`` seconds without one."""
+        message = self.receive(timeout)
+        return [] if message is None else [message]
 
     @abstractmethod
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:

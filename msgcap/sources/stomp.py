@@ -14,9 +14,11 @@
   capture at start (``refusal``) instead of capturing the wrong messages.
 * ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
   broker's receipt before the capture may acknowledge the original.
-* stomp.py's receiver thread only records: a frame becomes a ``Message`` on a queue, a lost
-  connection becomes a marker on the same queue. Reconnecting (next ``jms.url`` entry, ``Backoff``)
-  and re-subscribing happen in ``receive`` on the capture thread, which then raises ``Redelivery``.
+* stomp.py's receiver thread only records: ``_FrameReader`` splits what it reads into frames and
+  puts a read's messages into the ``_Inbox`` at once, a lost connection becomes a marker there
+  too. The capture takes all that is there at once (``receive_many``). Reconnecting (next
+  ``jms.url`` entry, ``Backoff``) and re-subscribing happen in ``receive_many`` on the capture
+  thread, which then raises ``Redelivery``.
 * Bodies stay bytes until we decide: ActiveMQ sends ``content-length`` for BytesMessages only, so
   a frame without it is a TextMessage and is decoded as UTF-8; other brokers send it always, and
   a body is text when it is valid UTF-8 (as in the spool source).
@@ -24,11 +26,12 @@
   "client-id already connected": the broker still holds our previous connection, whose
   unacknowledged messages it has not yet put back; we wait (back-off) so that they are
   redelivered before anything newer and the order on the queue is kept.
-* stomp.py parses every frame with regular expressions and every header line with two ``re.sub``
-  calls for escapes (about a third of its receiver thread's time per message);
-  ``_install_fast_parsing`` replaces its ``parse_frame`` and ``parse_headers`` with ones that give
-  the same frame but take the plain path (``find``, ``split``, ``partition``) when the frame has
-  no ``\r`` before its blank line and a header line no backslash.
+* stomp.py's receiver thread spends most of its time per message outside the socket: it
+  re-slices its receive buffer and runs two regular expressions per frame, parses every header
+  line with regular expressions, makes a ``Frame`` and notifies every listener twice. The
+  ``_FrameReader`` takes the place of its frame loop (the socket, heart-beats, TLS and
+  reconnection stay stomp.py's): frames are found by offset in what was read, a MESSAGE becomes a
+  ``Message`` without a ``Frame``, any other frame goes through stomp.py's own ``process_frame``.
 * TLS (``stomp+ssl``): a certificate the broker or we refuse (unknown CA, expired, host name
   mismatch, client certificate missing or refused) stops capture like an ERROR frame: no retry
   can cure it. ``msgcap.sources.tls`` finds out which it is.
@@ -40,7 +43,6 @@ import collections
 import contextlib
 import itertools
 import logging
-import queue
 import random
 import re
 import socket
@@ -80,6 +82,8 @@ RECEIPT_TIMEOUT = 30.0
 # a second. A broker configured with a larger page size lets jms.ack.batch go higher.
 ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
+# How often frames count as a heart-beat for stomp.py's monitor (which waits 1.5 heart-beats).
+SIGN_OF_LIFE_SECONDS = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +179,7 @@ class Backoff:
 
 
 class _Lost:
-    """Marker put on the queue when connection ``epoch`` is gone."""
+    """Marker put in the inbox when connection ``epoch`` is gone."""
 
     __slots__ = ("epoch", "reason")
 
@@ -183,8 +187,52 @@ class _Lost:
         self.epoch, self.reason = epoch, reason
 
 
+class _Inbox:
+    """What the receiver thread hands to the capture thread, in order: messages and ``_Lost``.
+
+    The receiver adds a whole read's messages at once and the capture takes all there is at once;
+    the capture waits (on an Event) only when there is nothing, and only then is the Event set. A
+    ``queue.Queue`` takes a lock and a condition per message on both sides, and with them a switch
+    of the GIL.
+    """
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] = collections.deque()
+        self._ready = threading.Event()
+        self._waiting = False  # set before the capture's last look at _items, then it waits
+
+    def put(self, item: Any) -> None:
+        self._items.append(item)
+        self._ready.set()
+
+    def extend(self, items: list[Any]) -> None:
+        self._items.extend(items)
+        if self._waiting:
+            self._ready.set()
+
+    def put_back(self, items: list[Any]) -> None:
+        """Items taken but not used go back in front, in their order."""
+        self._items.extendleft(reversed(items))
+
+    def take(self, timeout: float, limit: int | None = None) -> list[Any]:
+        """All items there are (at most ``limit``); none after ``timeout`` seconds without one."""
+        items = self._items
+        if not items:
+            self._ready.clear()
+            self._waiting = True
+            if not items:  # (items added before _waiting was set are seen here)
+                self._ready.wait(timeout)
+            self._waiting = False
+        count = len(items) if limit is None else min(limit, len(items))
+        popleft = items.popleft
+        return [popleft() for _ in range(count)]
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
 class _Listener:
-    """stomp.py callbacks: wrap and enqueue, never block, never decide."""
+    """stomp.py callbacks for frames other than MESSAGE: record, never block, never decide."""
 
     def __init__(self, source: StompSource, epoch: int) -> None:
         self._source, self._epoch = source, epoch
@@ -206,9 +254,6 @@ class _Listener:
             self.received.add(receipt)
             event.set()
 
-    def on_message(self, frame: Any) -> None:
-        self._source._queue.put(self._source._message(frame, self._epoch))
-
     def on_error(self, frame: Any) -> None:
         text = (frame.headers.get("message") or "") + (
             f": {frame.body.decode('utf-8', 'replace').strip()}"
@@ -221,13 +266,13 @@ class _Listener:
             self.refused = text or "ERROR frame"
             for event in self.receipts.values():
                 event.set()
-        self._source._queue.put(_Lost(self._epoch, f"broker error: {text}"))
+        self._source._inbox.put(_Lost(self._epoch, f"broker error: {text}"))
 
     def on_disconnected(self) -> None:
         self.answered.set()
         for event in self.receipts.values():
             event.set()
-        self._source._queue.put(_Lost(self._epoch, "connection lost"))
+        self._source._inbox.put(_Lost(self._epoch, "connection lost"))
 
     def on_heartbeat_timeout(self) -> None:
         log.warning("no heart-beat from the broker")
@@ -262,7 +307,7 @@ class StompSource(Source):
         self._listener: _Listener | None = None
         self.broker: BrokerKind | None = None
         self._backoff = backoff or Backoff()
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._inbox = _Inbox()
         self._stop = threading.Event()
         self._conn: Any = None
         self._epoch = 0
@@ -303,7 +348,6 @@ class StompSource(Source):
         import stomp
         from stomp.exception import StompException
 
-        _install_fast_parsing()
         while not self._stop.is_set():
             endpoint = self.endpoints[self._next_endpoint]
             self._next_endpoint = (self._next_endpoint + 1) % len(self.endpoints)
@@ -316,6 +360,7 @@ class StompSource(Source):
                 timeout=CONNECT_TIMEOUT, try_loopback_connect=False, vhost=self._vhost)
             if endpoint.tls:
                 set_tls(conn, endpoint, self._tls_files())
+            _FrameReader(conn.transport, self._deliverer(self._epoch))
             conn.set_listener("msgcap", listener)
             # The client-id makes the broker refuse us while it still holds our previous
             # connection (after a crash or a lost link): its unacknowledged messages must go
@@ -398,46 +443,50 @@ class StompSource(Source):
         if conn is not None:
             quiet_disconnect(conn)
         self._unacked.clear()
-        while True:  # what is queued came over the old connection and will be redelivered
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
+        self._inbox.clear()  # it came over the old connection and will be redelivered
 
     # -- messages -----------------------------------------------------------------------------
 
-    def _message(self, frame: Any, epoch: int) -> Message:
-        raw = frame.headers
-        body = frame.body if frame.body is not None else b""
-        broker = self.broker
-        if "content-length" not in raw or (broker is not None and not broker.activemq):
-            try:  # noqa: SIM105 - per message: cheaper than contextlib.suppress
-                body = body.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-        headers = {k: v for k, v in raw.items() if k not in _DELIVERY_HEADERS}
-        return Message(raw.get("message-id", ""), headers, body,
-                       _Delivery(epoch, raw.get("ack") or raw.get("message-id")), None)
+    def _deliverer(self, epoch: int) -> Callable[[list[_Frame]], None]:
+        """What the receiver thread calls with the MESSAGE frames of one read of connection
+        ``epoch``: each becomes a ``Message``, all go into the inbox at once."""
+
+        def deliver(frames: list[_Frame]) -> None:
+            broker = self.broker
+            always_sized = broker is not None and not broker.activemq
+            self._inbox.extend([_message(headers, body, epoch, always_sized)
+                                for headers, body in frames])
+
+        return deliver
 
     def receive(self, timeout: float) -> Message | None:
+        messages = self.receive_many(timeout, limit=1)
+        return messages[0] if messages else None
+
+    def receive_many(self, timeout: float, limit: int | None = None) -> list[Message]:
         if self._conn is None:
             if self._stop.is_set():
-                return None
+                return []
             self._connect()
             if self._conn is None:
-                return None
-        try:
-            item = self._queue.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        if isinstance(item, _Lost):
-            if item.epoch != self._epoch:
-                return None  # a marker of a connection we closed ourselves
-            self._reconnect(item.reason)
-            raise Redelivery(item.reason)
-        if self._ack_mode == "client" and item.ack.epoch == self._epoch:
-            self._unacked.append(item.ack)
-        return item
+                return []
+        items = self._inbox.take(timeout, limit)
+        epoch = self._epoch
+        messages: list[Message] = []
+        unacked = self._unacked if self._ack_mode == "client" else None
+        for index, item in enumerate(items):
+            if isinstance(item, _Lost):
+                if item.epoch != epoch:
+                    continue  # a marker of a connection we closed ourselves
+                if messages:  # first the messages that came before the loss
+                    self._inbox.put_back(items[index:])
+                    break
+                self._reconnect(item.reason)
+                raise Redelivery(item.reason)
+            if unacked is not None and item.ack.epoch == epoch:
+                unacked.append(item.ack)
+            messages.append(item)
+        return messages
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         epoch, conn = self._epoch, self._conn
@@ -489,11 +538,11 @@ class StompSource(Source):
 
     def _lost_while_sending(self, exc: Exception) -> None:
         """A send failed: the receiver thread reports the loss; make sure it is seen."""
-        self._queue.put(_Lost(self._epoch, f"send failed: {str(exc) or type(exc).__name__}"))
+        self._inbox.put(_Lost(self._epoch, f"send failed: {str(exc) or type(exc).__name__}"))
 
     def interrupt(self) -> None:
         self._stop.set()
-        self._queue.put(_Lost(-1, "interrupted"))
+        self._inbox.put(_Lost(-1, "interrupted"))
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -505,47 +554,175 @@ class StompSource(Source):
                      self.acknowledged, self.ack_frames, self._ack_mode)
 
 
-def _install_fast_parsing() -> None:
-    """Give stomp.py a ``parse_frame`` and ``parse_headers`` that give the same ``Frame`` as its
-    own (a header's key is the text before the first ``:``, not empty; the first of repeated keys
-    wins; ``\\r \\n \\c \\\\`` unescaped, an unknown escape kept), but without regular
-    expressions on the common path: a frame with a ``\\r`` before its blank line, or none, or a
-    leading newline, goes to stomp.py's own ``parse_frame``. Process-wide and idempotent; done on
-    the first connection of a ``StompSource``."""
-    import stomp.transport
-    import stomp.utils
+def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: bool) -> Message:
+    """A MESSAGE frame's ``Message``: the delivery headers (``_DELIVERY_HEADERS``) taken out of
+    ``headers``, the body text unless it is bytes (``always_sized``: the broker sends
+    ``content-length`` with text too)."""
+    sized = headers.pop("content-length", None) is not None
+    ack_id = headers.pop("ack", None)
+    headers.pop("subscription", None)
+    text: str | bytes = body
+    if not sized or always_sized:
+        try:  # noqa: SIM105 - per message: cheaper than contextlib.suppress
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    message_id = headers.get("message-id", "")
+    return Message(message_id, headers, text, _Delivery(epoch, ack_id or message_id), None)
 
-    if getattr(stomp.utils.parse_headers, "msgcap", False):
-        return
-    original_headers, original_frame = stomp.utils.parse_headers, stomp.utils.parse_frame
-    unescape, frame_class = stomp.utils._unescape_header, stomp.utils.Frame
-    escaped = re.compile(r"\\.")
 
-    def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
-        headers: dict[str, str] = {}
-        for line in lines[offset:]:
-            key, colon, value = line.partition(":")
-            if not colon or not key:
+_ESCAPED = re.compile(r"\\.")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return _ESCAPES.get(match.group(), match.group())
+
+
+_ESCAPES = {"\\r": "\r", "\\n": "\n", "\\c": ":", "\\\\": "\\"}
+
+
+def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
+    """stomp.py's ``parse_headers`` without its regular expressions on the common path: a key
+    is the text before the first ``:``, not empty; the first of repeated keys wins;
+    ``\\r \\n \\c \\\\`` unescaped, an unknown escape kept."""
+    headers: dict[str, str] = {}
+    for line in lines[offset:]:
+        key, colon, value = line.partition(":")
+        if not colon or not key:
+            continue
+        if "\\" in key:
+            key = _ESCAPED.sub(_unescape, key)
+        if key not in headers:
+            headers[key] = _ESCAPED.sub(_unescape, value) if "\\" in value else value
+    return headers
+
+
+# stomp.py's own test for a frame's size (BaseTransport.__content_length_re).
+_CONTENT_LENGTH = re.compile(rb"^content-length[:]\s*(?P<value>[0-9]+)", re.MULTILINE)
+_PREAMBLE_END = re.compile(rb"\n\n|\r\n\r\n")
+_EOL = b"\r\n"
+_Frame = tuple[dict[str, str], bytes]  # a MESSAGE frame's headers and body
+
+
+class _FrameReader:
+    """Takes the place of stomp.py's frame loop on one connection (see the module doc).
+
+    Installed as the transport's ``__read_frames``, which stomp.py's receiver loop calls: it reads
+    with the transport's own ``receive`` (once; on a non-blocking TLS socket until nothing is
+    left), finds the frames in what it has, gives the MESSAGE frames of the read to ``deliver``
+    in one call as (headers, body) and tells stomp.py's heart-beat monitor that the broker is
+    alive (at most every ``SIGN_OF_LIFE_SECONDS``); any other frame goes to stomp.py's ``process_frame`` (after the messages before it).
+    Frames are the ones stomp.py would make: a frame's end is its first NUL, or later if its
+    ``content-length`` says so; EOLs between frames are heart-beats; a frame with CR LF line ends
+    is parsed by stomp.py's own ``parse_frame``.
+    """
+
+    def __init__(self, transport: Any, deliver: Callable[[list[_Frame]], None]) -> None:
+        import stomp.exception
+        import stomp.utils
+
+        self._transport, self._deliver = transport, deliver
+        self._rest = b""  # the start of a frame not read to its end yet
+        self._next_sign_of_life = 0.0
+        self._frame_class, self._parse_frame = stomp.utils.Frame, stomp.utils.parse_frame
+        self._closed = stomp.exception.ConnectionClosedException
+        self._interrupted = stomp.exception.InterruptedException
+        transport._BaseTransport__read_frames = self.read_frames
+
+    def read_frames(self) -> None:
+        transport = self._transport
+        while transport.running:
+            try:
+                data = transport.receive()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return  # TLS: nothing more to read now
+            except self._interrupted:
                 continue
-            if "\\" in key:
-                key = escaped.sub(unescape, key)
-            if key not in headers:
-                headers[key] = escaped.sub(unescape, value) if "\\" in value else value
-        return headers
+            except Exception:  # as stomp.py: a failed read ends the connection
+                log.debug("socket read error", exc_info=True)
+                data = b""
+            if not data:
+                if not transport.blocking:
+                    return  # TLS: no data yet (at the end, _end_io_loop_at_eof stops the loop)
+                raise self._closed()
+            self._split(self._rest + data if self._rest else data)
+            if transport.blocking:
+                return
 
-    def parse_frame(frame: bytes) -> Any:
-        end = frame.find(b"\n\n")
-        if end <= 0 or frame[0] == 10 or b"\r" in frame[:end]:
-            return original_frame(frame)  # CR LF line ends, no headers' end, leading newlines
-        lines = frame[:end].decode("utf-8", errors="replace").split("\n")
-        return frame_class(lines[0], parse_headers(lines, 1), frame[end + 2:])
+    def _split(self, buf: bytes) -> None:
+        """Handle the complete frames in ``buf``; keep the rest for the next read."""
+        messages: list[_Frame] = []
+        alive = False
+        pos, end = 0, len(buf)
+        while pos < end:
+            if buf[pos] in _EOL:
+                pos += 1
+                alive = True
+                continue
+            nul = buf.find(b"\0", pos)
+            if nul < 0:
+                break
+            head = buf.find(b"\n\n", pos, nul)
+            if head < 0 or buf.find(b"\r", pos, head) >= 0:
+                after = self._odd_frame(buf, pos, nul, messages)
+                if after < 0:
+                    break
+                pos = after
+                continue
+            lines = buf[pos:head].decode("utf-8", "replace").split("\n")
+            headers = parse_headers(lines, 1)
+            frame_end = nul
+            length = headers.get("content-length")
+            if length is not None and length.isascii() and length.strip().isdigit():
+                sized = head + 2 + int(length)
+                if sized > nul:  # its body holds NULs
+                    if sized >= end:
+                        break
+                    frame_end = sized
+            body = buf[head + 2:frame_end]
+            if lines[0] == "MESSAGE":
+                messages.append((headers, body))
+            else:
+                frame = self._frame_class(lines[0], headers, body)
+                self._other(frame, buf[pos:frame_end], messages)
+            pos = frame_end + 1
+        self._rest = buf[pos:]
+        if messages:
+            self._deliver(messages)
+        if (messages or alive) and time.monotonic() >= self._next_sign_of_life:
+            self._next_sign_of_life = time.monotonic() + SIGN_OF_LIFE_SECONDS
+            self._transport.notify("heartbeat")
 
-    for fast, original in ((parse_headers, original_headers), (parse_frame, original_frame)):
-        setattr(fast, "msgcap", True)  # noqa: B010 - marks for idempotence and the tests
-        setattr(fast, "original", original)  # noqa: B010
-    stomp.utils.parse_headers = parse_headers
-    stomp.utils.parse_frame = parse_frame
-    stomp.transport.parse_frame = parse_frame
+    def _odd_frame(self, buf: bytes, pos: int, nul: int, messages: list[_Frame]) -> int:
+        """A frame with CR LF line ends (or no blank line before its first NUL), bounded as
+        stomp.py bounds it and parsed by its ``parse_frame``: where the next frame starts, -1
+        while this one is not complete."""
+        frame_end = nul
+        preamble = _PREAMBLE_END.search(buf[pos:nul])
+        if preamble is not None:
+            length = _CONTENT_LENGTH.search(buf[pos:pos + preamble.start()])
+            if length is not None:
+                sized = pos + preamble.end() + int(length.group("value"))
+                if sized > nul:
+                    if sized >= len(buf):
+                        return -1
+                    frame_end = sized
+        raw = buf[pos:frame_end]
+        frame = self._parse_frame(raw)
+        if frame is not None:
+            if frame.cmd == "MESSAGE":
+                messages.append((frame.headers, frame.body))
+            else:
+                self._other(frame, raw, messages)
+        return frame_end + 1
+
+    def _other(self, frame: Any, raw: bytes, messages: list[_Frame]) -> None:
+        """A frame that is not a MESSAGE goes to stomp.py's listeners, after the messages
+        before it (a loss it reports must come after them)."""
+        if messages:
+            self._deliver(messages[:])
+            messages.clear()
+        self._transport.process_frame(frame, raw)
 
 
 class _Delivery:

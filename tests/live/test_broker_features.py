@@ -237,7 +237,7 @@ def _delivered(source: StompSource, count: int) -> list[Message]:
     source._conn, source._epoch = _Recorder(), 1
     messages = [Message(f"m{i}", {}, "x", _Delivery(1, f"a{i}")) for i in range(count)]
     for m in messages:
-        source._queue.put(m)
+        source._inbox.put(m)
     assert [source.receive(0) for _ in messages] == messages
     return messages
 

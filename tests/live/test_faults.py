@@ -77,6 +77,22 @@ def test_kill9_mid_stream_then_restart_writes_everything_exactly_once(work, brok
     assert "transactions" in done.stdout
 
 
+def test_sigterm_mid_backlog_then_restart_writes_everything_exactly_once(work, broker, queue):
+    """The capture takes what the broker delivered in batches; a stop ends it at the first
+    message outside a transaction: the rest of the batch was not acknowledged and comes again."""
+    n = 20_000
+    work.properties(jms_url=broker.url, jms_destination=queue)
+    work.msgcap("send", "--prop", str(work.prop),
+                str(work.dump("in.jsonl", [work.body(i) for i in range(1, n + 1)])), check=True)
+    capture = work.start("run", "--prop", str(work.prop))
+    wait_for(lambda: durable_messages(work) >= n // 4, 120, "a quarter of the backlog", capture)
+    capture.send_signal(signal.SIGTERM)
+    assert capture.wait(timeout=60) == 0
+    assert seqids(work) == ids(1, durable_messages(work)), EXPECTED_ORDER
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert seqids(work) == ids(1, n), EXPECTED_ORDER
+
+
 def test_broker_restart_mid_stream_reconnects_without_loss_or_duplicates(work, broker, queue):
     n = 8_000
     port = free_port()

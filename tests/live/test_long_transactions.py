@@ -181,16 +181,16 @@ def test_the_assembler_holds_at_most_stream_at_records_and_no_messages(home) -> 
     run = Run(home, ScriptedSource(spanning(home, 1, 2000)), stream_at=50)
     asm = run.pipeline.assembler
     held: list[tuple[int, int]] = []
-    process = run.pipeline.process
+    complete = run.pipeline.complete
 
-    def watching(message):
-        result = process(message)
+    def watching(message, raw_id, parsed):
+        result = complete(message, raw_id, parsed)
         tx = asm._open
         if tx is not None:
             held.append((len(tx.records), len(tx.messages) + len(tx.ops)))
         return result
 
-    run.pipeline.process = watching
+    run.pipeline.complete = watching
     run()
     assert len(held) == 1999
     assert max(r for r, _ in held) == 49 and max(m for _, m in held) <= 2 * 49

@@ -141,13 +141,13 @@ def test_max_idle_counts_from_the_end_of_processing(home, monkeypatch) -> None: 
         now[0] += 0.001
         return now[0]
 
-    process = Pipeline.process
+    complete = Pipeline.complete
 
-    def slow(self, message):
+    def slow(self, message, raw_id, parsed):
         now[0] += 1.0  # each message takes a (fake) second, 20 times --max-idle
-        return process(self, message)
+        return complete(self, message, raw_id, parsed)
 
-    monkeypatch.setattr(Pipeline, "process", slow)
+    monkeypatch.setattr(Pipeline, "complete", slow)
     run = Run(home, ScriptedSource(whole(home, *range(1, 6))), stream_at=None)
     run.capture._clock = clock
     run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -18,7 +19,7 @@ from msgcap.pipeline import Stats
 from msgcap.report import HttpReport, Reporter, metrics_text
 from msgcap.sources import source_for
 from msgcap.sources.spool import SpoolSource, is_message_name
-from msgcap.sources.stomp import Backoff, StompSource, _install_fast_parsing, parse_urls
+from msgcap.sources.stomp import Backoff, StompSource, _FrameReader, parse_headers, parse_urls
 from msgcap.trail.records import Position
 from props.errors import PropertyError, SourceError
 from props.settings import JmsSettings, TrailSettings
@@ -56,52 +57,91 @@ def _settings(*urls: str, destination: str | None = None) -> SimpleNamespace:
                            trail=TrailSettings())
 
 
-def test_fast_frame_parsing_gives_stomp_py_s_own_frames(monkeypatch) -> None:
+def test_header_parsing_gives_stomp_py_s_own_headers() -> None:
     import random
 
-    import stomp.transport
     import stomp.utils
-
-    _install_fast_parsing()
-    _install_fast_parsing()  # idempotent: the originals stay the ones to compare with
-    fast_headers, fast_frame = stomp.utils.parse_headers, stomp.utils.parse_frame
-    assert stomp.transport.parse_frame is fast_frame
-    original_headers, original_frame = fast_headers.original, fast_frame.original
-    assert not getattr(original_headers, "msgcap", False)
-
-    def reference(frame: bytes):
-        with monkeypatch.context() as m:  # stomp.py's parse_frame with its own parse_headers
-            m.setattr(stomp.utils, "parse_headers", original_headers)
-            return original_frame(frame)
-
-    def same(frame: bytes) -> None:
-        mine, theirs = fast_frame(frame), reference(frame)
-        if theirs is None:
-            assert mine is None, frame
-        else:
-            assert (mine.cmd, mine.headers, mine.original_headers, mine.body) == (
-                theirs.cmd, theirs.headers, theirs.original_headers, theirs.body), frame
 
     lines = ["MESSAGE", "destination:/queue/a", "message-id:ID\\cx\\c1", "ack:5", "ack:6",
              "a\\cb:c\\nd\\re\\\\f", "x\\qy:\\t", "novalue", ":emptykey", "k:", "k2:a:b",
              "cr:a\r", "\\:x", "trailing\\:v", "é:ü", ""]
-    assert fast_headers(lines, 1) == original_headers(lines, 1)
-    assert fast_headers(lines) == original_headers(lines)
-    same("\n".join(lines).encode() + b"\nbody\x00\r\n")
-    same("\r\n".join(lines).encode() + b"\r\nbody")
-    for frame in (b"MESSAGE\nid:1\nh\\c:v\\\\\n\nbody", b"\n\nCONNECTED\nv:1\n\n", b"\n", b"",
-                  b"RECEIPT\nreceipt-id:1\n", b"X\r\n\r\nb\n\nc", b"X\na:1\r\n\r\nb\n\nc",
-                  b"X\na:\xff\xfe\n\n\xff", b"\r\nX\n\n"):
-        same(frame)
+    assert parse_headers(lines, 1) == stomp.utils.parse_headers(lines, 1)
+    assert parse_headers(lines) == stomp.utils.parse_headers(lines)
     rng = random.Random(14)
-    alphabet = [b"a", b"b", b":", b"\\", b"c", b"n", b"r", b"\r", b"\n", b"\n\n", b"\x00",
-                b"\xc3\xa9", b"\xff", b" "]
     for _ in range(5000):
         sample = ["".join(rng.choice("ab:\\cnr\r\x00é ") for _ in range(rng.randrange(9)))
                   for _ in range(rng.randrange(6))]
-        assert fast_headers(sample) == original_headers(sample), sample
-        same(b"".join(rng.choice(alphabet) for _ in range(rng.randrange(16))))
-        same(b"MESSAGE\n" + b"".join(rng.choice(alphabet) for _ in range(rng.randrange(24))))
+        assert parse_headers(sample) == stomp.utils.parse_headers(sample), sample
+
+
+class _Recording:
+    """A stomp.py listener that lists the frames it is told about."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, dict[str, str], bytes]] = []
+        self.heartbeats = 0
+
+    def _record(self, frame) -> None:
+        self.frames.append((frame.cmd, frame.headers, frame.body))
+
+    on_message = on_receipt = on_error = on_connected = _record
+
+    def deliver(self, messages: list[tuple[dict[str, str], bytes]]) -> None:
+        """What ``_FrameReader`` hands over: it keeps its place among the other frames."""
+        self.frames.extend(("MESSAGE", headers, body) for headers, body in messages)
+
+    def on_heartbeat(self) -> None:
+        self.heartbeats += 1
+
+
+def _read_with(transport, chunks: list[bytes]) -> None:
+    """Run stomp.py's receiver-loop step over ``chunks`` (as they come from the socket)."""
+    from stomp.exception import ConnectionClosedException
+
+    data = iter(chunks)
+    transport.receive = lambda: next(data, b"")
+    transport.running = True
+    with contextlib.suppress(ConnectionClosedException):
+        while True:
+            transport._BaseTransport__read_frames()
+
+
+def test_the_frame_reader_gives_stomp_py_s_own_frames_wherever_reads_end() -> None:
+    import random
+
+    import stomp.transport
+
+    frames = [b"CONNECTED\nversion:1.2\nserver:RabbitMQ/3.10.8\n\n",
+              (b"MESSAGE\nsubscription:1\ndestination:/queue/a\nmessage-id:T_1@@1\nack:7\n"
+               b"content-length:5\n\nhello"),
+              b"MESSAGE\nmessage-id:ID\\cx\\c1\nk\\n:v\\\\w\nk\\n:second\n\ntext \xc3\xa9",
+              b"MESSAGE\nmessage-id:bin\ncontent-length:7\n\n\x00a\x00b\n\n\x00",
+              b"MESSAGE\nmessage-id:short\ncontent-length:2\n\nlonger",
+              b"RECEIPT\nreceipt-id:msgcap-1\n\n",
+              b"MESSAGE\r\nmessage-id:crlf\r\ncontent-length:3\r\n\r\n\x00\r\n",
+              b"MESSAGE\nmessage-id:empty\n\n",
+              b"MESSAGE\nbad:\xff\xfe\n\n\xff",
+              b"ERROR\nmessage:refused\n\nno such queue"]
+    stream = b"".join(frame + b"\x00" + eols for frame, eols in
+                      zip(frames, [b"", b"\n", b"", b"\r\n", b"", b"\n\n", b"", b"", b"", b""],
+                          strict=True))
+    reference = _Recording()
+    theirs = stomp.transport.BaseTransport(auto_decode=False)
+    theirs.set_listener("r", reference)
+    _read_with(theirs, [stream])
+    expected = reference.frames
+    assert len(expected) == len(frames)
+    rng = random.Random(14)
+    for _ in range(300):
+        cuts = sorted(rng.sample(range(1, len(stream)), rng.randrange(0, 12)))
+        chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        others = _Recording()
+        mine = stomp.transport.BaseTransport(auto_decode=False)
+        mine.set_listener("r", others)
+        _FrameReader(mine, others.deliver)
+        _read_with(mine, chunks)
+        assert others.frames == expected, chunks
+        assert others.heartbeats >= 1  # messages are a sign of life for the heart-beat monitor
 
 
 def test_source_for_picks_the_source_from_jms_url() -> None:
