@@ -68,3 +68,10 @@ def test_packed_environment_is_for_cluster_masters(tmp_path, monkeypatch):
     assert executor_python("yarn", None) is None
     assert not any("PYTHONPATH" in k or "PYTHONPATH" in v for k, v in
                    spark_config("spark://10.1.2.3:7077").items())
+
+
+def test_local_jvm_collects_with_the_parallel_collector(local_spark):
+    """The batch's JVM settings reach a local master's JVM (session.JVM_OPTIONS)."""
+    jvm = local_spark.sparkContext._jvm
+    beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
