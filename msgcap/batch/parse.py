@@ -313,7 +313,7 @@ def count_lines(job: Job, elements: Iterable[bytes], *,
                 lines: bool) -> list[tuple[SegmentKey, int]]:
     """(key, lines) of each segment of one task's elements, without parsing (line numbers
     needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
-    return [(seg.key, len(seg.lines))
+    return [(seg.key, len(seg.complete()))
             for seg in segments(elements, job.files, job.whole, lines=lines)]
 
 
@@ -419,17 +419,18 @@ class _Pass1:
                         self.continuing.add(index, message, ops)
             except MsgcapError as exc:  # not discardable (id width, unreadable dump): stops here
                 self.fatal(exc)
+            lines = seg.complete()
             skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(),
                                       distinct))
             singles = {"fresh": bytes(fresh.singles)}
             if self.continuing is not None:
                 singles["continuing"] = bytes(self.continuing.singles)
             payload = marshal.dumps((self.records.dump(), self.layouts, self.errors,
-                                     b"\n".join(seg.lines), rows, singles))
+                                     b"\n".join(lines), rows, singles))
             if job.compress:
                 payload = zlib.compress(payload, 1)
         continuing = self.continuing
-        summary = Summary(seg.key, len(seg.lines), len(kinds), body_size, first_id, self.ids.last,
+        summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, self.ids.last,
                           fresh.result(), continuing.result() if continuing else None,
                           self.continues, self.system_seqids, self.width, self.min_given)
         return Parsed(summary, skeleton, payload)
