@@ -33,6 +33,10 @@ JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 # one-record message, spilled to disk beyond): with Spark's 1g heap, G1's marking cost ~1 CPU-s
 # per 1M messages in local[1], with 2g ~0.1 s.
 LOCAL_DRIVER_MEMORY = "2g"
+# A block's framed bytes (tens of MB) come back to a local driver as a direct task result, up to
+# Spark's RPC message limit (128 MB), instead of being stored in the block manager and fetched
+# back over the loopback (4 results of 57 MB: 1.4 -> 1.0 JVM CPU-s, 2.8 -> 2.2 s of wall).
+LOCAL_DIRECT_RESULTS = "128m"
 
 
 def is_local(master: str) -> bool:
@@ -69,6 +73,7 @@ def spark_config(master: str, *, conf: Iterable[tuple[str, str]] = (),
     }
     if is_local(master):
         out["spark.driver.memory"] = LOCAL_DRIVER_MEMORY
+        out["spark.task.maxDirectResultSize"] = LOCAL_DIRECT_RESULTS
     if on_loopback(master):
         out["spark.driver.bindAddress"] = "127.0.0.1"
         out["spark.driver.host"] = "127.0.0.1"
