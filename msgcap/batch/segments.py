@@ -168,12 +168,13 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
     offset = f.base + seg.start + (1 if seg.start else 0)
     for at, chunk in seg.chunks():
         if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
-            starts = list(accumulate((len(raw) + 1 for raw in chunk), initial=offset))
+            # line i starts after the lines before it and their i newlines
+            starts = list(accumulate(map(len, chunk), initial=offset))
             numbers = (label(number, first_line) for number in count(at))
             for i, message in dumps.line_messages(b"\n".join(chunk), f.basename, f.name,
                                                   numbers):
-                yield at + i, starts[i], message
-            offset = starts[-1]
+                yield at + i, starts[i] + i, message
+            offset = starts[-1] + len(chunk)
             continue
         for number, raw in enumerate(chunk, at):
             found = message_of(f, raw, label(number, first_line))
