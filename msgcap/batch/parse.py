@@ -168,7 +168,7 @@ class Records:
 
     def __init__(self) -> None:
         self.iotypes = array("i")
-        self.before_after: list[str] | str = []
+        self.before_after: list[str] | str = []  # a list while pass 1 adds; joined, loaded
         self.io_times = array("q")
         self.audit_pos = array("q")
         self.data: list[Any] = []
