@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from msgcap.assembler import Assembler
 from msgcap.batch.inputs import KIND_FILE
-from msgcap.batch.parse import BAD, FATAL, Job, Parsed, Payload, Skeleton, no_gc
+from msgcap.batch.parse import BAD, FATAL, ONE, Job, Parsed, Payload, Skeleton, no_gc
 from msgcap.batch.plan import Plan, message_name
 from msgcap.batch.rows import RowBody, transaction_rows
 from msgcap.batch.segments import SegmentKey, label, message_of, resolve
@@ -129,10 +129,10 @@ class Sink:
         return Position(0, self.size, "")
 
     def write_single(self, table: Any, txid: str, seqid: str, txname: str | None,
-                     txowner: str | None, record: tuple) -> None:
+                     txowner: str | None, iotype: int, before_after: str, io_time: int,
+                     audit_pos: int, data: Any) -> None:
         """``write_transaction`` of a transaction of one prebuilt record (not the head), framed
-        without building it."""
-        iotype, before_after, io_time, audit_pos, data = record
+        without building it (``data``: its encoded columns, or the error encoding raised)."""
         encoder = self.encoder
         tb, u = encoder.transaction_tokens(txid, txname, txowner)
         if type(data) is not bytes:
@@ -224,6 +224,12 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
                    rows: bool = False) -> tuple[Encoded, list[tuple], list[tuple]]:
     """Pass 2 of one segment: the Encoded, and with ``rows`` the rows of its complete
     transactions and of its tail part."""
+    with no_gc():  # loading makes millions of objects: without GC passes over them
+        return _encode_segment(job, parsed, plan, rows)
+
+
+def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
+                    rows: bool) -> tuple[Encoded, list[tuple], list[tuple]]:
     summary = parsed.summary
     sk = Skeleton.load(parsed.skeleton)
     pl = Payload.load(parsed.payload, job.compress)
@@ -234,6 +240,7 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
     current = builder.current
     asm = Assembler(job.rules, records=builder)
     asm.resume(plan.state)
+    next_single = asm.next_single
     sink = Sink(TrailEncoder(job.byteorder), plan, bodies)
     discards = Discards(file, pl, sk.numbers, first_line)
     pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
@@ -242,82 +249,103 @@ def encode_segment(job: Job, parsed: Parsed, plan: Plan, *,
     stats.body_size = summary.body_size
     tables = job.tables()
     headers: dict[str, str] = {}
-    errors, entries = pl.errors, pl.records
+    errors, layouts, records = pl.errors, pl.layouts, pl.records
+    iotypes, before_after, io_times, audit_pos, data = (
+        records.iotypes, records.before_after, records.io_times, records.audit_pos,
+        records.data)
     bodies_of = pl.rows
     stop, width_at = plan.stop, plan.width_at
     # the messages the true run takes as one whole transaction of one record, framed directly
     singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
+    single_ops: dict[int, Op] = {}  # by id of the shape: its operation, made once
     counts = stats.operations
     error: str | None = None
     fatal = False
-    with no_gc():
-        try:
-            for index, kind in enumerate(sk.kinds):
-                if stop is not None and index > stop:
-                    break
-                stats.messages += 1
-                if index < len(singles) and singles[index] and len(entries[index][0]) == 1:
-                    t, optype, seqid, txid, txind, txname, txowner, ordinal, _ = (
-                        sk.shapes[index][0])
-                    table = tables[t]
-                    op = Op(table, optype, 0, seqid, txid, txind, txname, txowner, None, None,
-                            ordinal)
-                    txid, seqid = asm.next_single(op)
-                    record = entries[index][0][0]
-                    try:
-                        sink.write_single(table, txid, seqid, txname, txowner, record)
-                    except MessageError as exc:  # lost, as when replay's writer refuses it
-                        name = message_name(file, sk.numbers[index], first_line)
-                        discards.index = index
-                        pipeline.reject(Message("", headers, "", None, name),
-                                        exc.located(name), "")
-                        continue
-                    stats.transactions += 1
-                    key = (t, optype)
-                    counts[key] = counts.get(key, 0) + 1
-                    stats.last_commit_us = record[2]
+    at = 0  # the first record of the message
+    try:
+        for index, kind in enumerate(sk.kinds):
+            if stop is not None and index > stop:
+                break
+            stats.messages += 1
+            layout = _ONE if kind == ONE else layouts.get(index)
+            if index < len(singles) and singles[index] and layout == _ONE:
+                shape = sk.shapes[index]
+                op = single_ops.get(id(shape))
+                if op is None:
+                    op = single_ops[id(shape)] = _op(tables, shape[0])
+                txid, seqid = next_single(op)
+                r = at
+                at += 1
+                try:
+                    sink.write_single(op.table, txid, seqid, op.txname, op.txowner,
+                                      iotypes[r], before_after[r], io_times[r], audit_pos[r],
+                                      data[r])
+                except MessageError as exc:  # lost, as when replay's writer refuses it
+                    name = message_name(file, sk.numbers[index], first_line)
+                    discards.index = index
+                    pipeline.reject(Message("", headers, "", None, name),
+                                    exc.located(name), "")
                     continue
-                number = sk.numbers[index]
-                name = message_name(file, number, first_line)
-                if index == width_at:
-                    assert summary.first_id is not None  # width_at is the first id's message
-                    raise IdWidthError.between(name, plan.last_id, summary.first_id[1])
-                if kind == FATAL:
-                    raise MsgcapError(resolve(errors[index], first_line))
-                discards.index = index
-                message = Message("", headers, "", None, name)
-                if kind == BAD:
-                    reason, source, position = errors[index]
-                    pipeline.reject(message, MessageError(
-                        reason, source=resolve(source, first_line) if source else name,
-                        position=position), "")
-                    continue
-                builder.where = (file.name, first_line + number if number >= 0 else 1)
-                if current:
-                    current.clear()
-                ops = []
-                row_bodies = bodies_of[index] if bodies_of is not None else None
-                for k, (t, optype, seqid, txid, txind, txname, txowner, ordinal,
-                        fails) in enumerate(sk.shapes[index]):
-                    op = Op(tables[t], optype, 0, seqid, txid, txind, txname, txowner, None,
-                            None, ordinal)
-                    current[id(op)] = (entries[index][k], fails,
-                                       row_bodies[k] if row_bodies is not None else None)
-                    ops.append(op)
-                pipeline.accept(message, "", ops)
-        except MessageError as exc:
-            error = str(exc)
-        except MsgcapError as exc:
-            error, fatal = str(exc), True
+                stats.transactions += 1
+                key = (op.table.name, op.optype)
+                counts[key] = counts.get(key, 0) + 1
+                stats.last_commit_us = io_times[r]
+                continue
+            number = sk.numbers[index]
+            name = message_name(file, number, first_line)
+            if index == width_at:
+                assert summary.first_id is not None  # width_at is the first id's message
+                raise IdWidthError.between(name, plan.last_id, summary.first_id[1])
+            if kind == FATAL:
+                raise MsgcapError(resolve(errors[index], first_line))
+            discards.index = index
+            message = Message("", headers, "", None, name)
+            if kind == BAD:
+                reason, source, position = errors[index]
+                pipeline.reject(message, MessageError(
+                    reason, source=resolve(source, first_line) if source else name,
+                    position=position), "")
+                continue
+            assert layout is not None  # every OK message has one
+            builder.where = (file.name, first_line + number if number >= 0 else 1)
+            if current:
+                current.clear()
+            ops = []
+            row_bodies = bodies_of[index] if bodies_of is not None else None
+            for k, shape in enumerate(sk.shapes[index]):
+                op = _op(tables, shape)
+                part = layout[k]
+                if type(part) is int:
+                    entry: tuple = tuple(records.get(r) for r in range(at, at + part))
+                    at += part
+                else:
+                    entry = part
+                current[id(op)] = (entry, type(part) is not int,
+                                   row_bodies[k] if row_bodies is not None else None)
+                ops.append(op)
+            pipeline.accept(message, "", ops)
+    except MessageError as exc:
+        error = str(exc)
+    except MsgcapError as exc:
+        error, fatal = str(exc), True
     tail_error = None
     tail = False
     if error is None and stop is None:
         before = sink.size
         tail_error = sink.tail(asm)
         tail = sink.size > before
-    data = b"".join(sink.chunks)
+    framed = b"".join(sink.chunks)
     encoded = Encoded(summary.key, plan.txnum, plan.head_error,
-                      zlib.compress(data, 1) if job.compress else data,
+                      zlib.compress(framed, 1) if job.compress else framed,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
                       stats, discards.buffer.getvalue(), error, fatal)
     return encoded, sink.rows, sink.tail_rows
+
+
+_ONE = (1,)  # the layout of a message of kind ONE: one operation of one record
+
+
+def _op(tables: dict[str, Any], shape: tuple) -> Op:
+    """The operation of a shape (pass 2 needs no values: its records are built)."""
+    t, optype, seqid, txid, txind, txname, txowner, ordinal, _ = shape
+    return Op(tables[t], optype, 0, seqid, txid, txind, txname, txowner, None, None, ordinal)

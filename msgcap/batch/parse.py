@@ -8,7 +8,8 @@ Per message the task keeps what the rest of the batch needs, so that nothing is 
 * the **payload**: the segment's raw lines (to write a message to the discard file
   should it be rejected later), and each operation's records built by the image rules with their columns already
   encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
-  transaction lands in the trail, is left for pass 2); rows' column texts with ``--format``.
+  transaction lands in the trail, is left for pass 2), kept column by column (``Records``);
+  rows' column texts with ``--format``.
 
 It also runs the real ``Assembler`` over the segment in **trials** from assumed start states:
 ``fresh`` (no transaction open, counters at 0, no duplicate mark) and, when the segment starts
@@ -29,7 +30,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
 from msgcap.batch.inputs import InputFile, Scan
@@ -53,7 +54,9 @@ if TYPE_CHECKING:
     from parsers.base import Parser
     from props.settings import ByteOrder, ErrorPolicy, Settings
 
-OK, BAD, FATAL = 0, 1, 2
+# a message's kind: ONE is an OK message of one operation with one record (most messages),
+# whose record alone is kept, without a layout
+OK, BAD, FATAL, ONE = 0, 1, 2, 3
 # first_message of a transaction a trial assumes open from before its segment
 INHERITED = "\x00inherited\x00"
 
@@ -156,14 +159,61 @@ class Skeleton:
         return cls(kinds, n, [distinct[i] if i >= 0 else () for i in r])
 
 
+class Records:
+    """The records pass 1 built, in message order, one array per header field and a list of
+    their encoded columns (bytes, or (reason, position) when encoding failed): millions of
+    small tuples cost more to marshal and load than a few arrays (about 1 µs a message)."""
+
+    __slots__ = ("audit_pos", "before_after", "data", "io_times", "iotypes")
+
+    def __init__(self) -> None:
+        self.iotypes = array("i")
+        self.before_after: list[str] | str = []  # a list while pass 1 adds; joined, loaded
+        self.io_times = array("q")
+        self.audit_pos = array("q")
+        self.data: list[Any] = []
+
+    def add(self, encoder: TrailEncoder, rec: TrailRecord) -> None:
+        """Keep ``rec`` with its columns encoded (or the error of encoding them)."""
+        try:
+            data: Any = encoder.column_data(rec)
+        except MessageError as exc:
+            data = (exc.reason, exc.position)
+        self.iotypes.append(rec.iotype)
+        cast("list[str]", self.before_after).append(rec.before_after)
+        self.io_times.append(rec.io_time)
+        self.audit_pos.append(rec.audit_pos)
+        self.data.append(data)
+
+    def dump(self) -> tuple:
+        return (self.iotypes.tobytes(), "".join(self.before_after), self.io_times.tobytes(),
+                self.audit_pos.tobytes(), self.data)
+
+    @classmethod
+    def load(cls, dumped: tuple) -> Records:
+        out = cls()
+        iotypes, out.before_after, io_times, audit_pos, out.data = dumped
+        out.iotypes.frombytes(iotypes)
+        out.io_times.frombytes(io_times)
+        out.audit_pos.frombytes(audit_pos)
+        return out
+
+    def get(self, i: int) -> tuple:
+        """Record ``i`` as (iotype, before_after, io_time, audit_pos, data)."""
+        return (self.iotypes[i], self.before_after[i], self.io_times[i], self.audit_pos[i],
+                self.data[i])
+
+
 @dataclass(slots=True)
 class Payload:
-    """Per message: records per operation (or the error its records raised), the error of a
-    bad or fatal message; the segment's lines, joined by ``\\n``; rows' column texts per
-    operation with ``--format``; per trial, the messages it took as one whole transaction of
-    one operation. (Ids are not kept: pass 2 names messages by file and line.)"""
+    """Per message: its records (``Records``, in message order) and, unless it is of kind ONE,
+    its layout: per operation the number of its records or the (reason, position) its records
+    raised; the error of a bad or fatal message; the segment's lines, joined by ``\\n``; rows'
+    column texts per operation with ``--format``; per trial, the messages it took as one whole
+    transaction of one operation. (Ids are not kept: pass 2 names messages by file and line.)"""
 
-    records: list[tuple]
+    records: Records
+    layouts: dict[int, tuple]
     errors: dict[int, Any]
     lines: bytes
     rows: list[tuple] | None
@@ -171,7 +221,8 @@ class Payload:
 
     @classmethod
     def load(cls, blob: bytes, compressed: bool) -> Payload:
-        return cls(*marshal.loads(zlib.decompress(blob) if compressed else blob))
+        records, *rest = marshal.loads(zlib.decompress(blob) if compressed else blob)
+        return cls(Records.load(records), *rest)
 
 
 @contextmanager
@@ -262,7 +313,7 @@ def count_lines(job: Job, elements: Iterable[bytes], *,
                 lines: bool) -> list[tuple[SegmentKey, int]]:
     """(key, lines) of each segment of one task's elements, without parsing (line numbers
     needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
-    return [(seg.key, len(seg.lines))
+    return [(seg.key, len(seg.complete()))
             for seg in segments(elements, job.files, job.whole, lines=lines)]
 
 
@@ -293,7 +344,8 @@ class _Pass1:
         self.refs = array("q")
         self.distinct: list[tuple] = []
         self.seen: dict[tuple, int] = {}
-        self.entries: list[tuple] = []
+        self.records = Records()
+        self.layouts: dict[int, tuple] = {}
         self.errors: dict[int, Any] = {}
         self.rows: list[tuple] | None = [] if job.rows else None
         self.system_seqids = False
@@ -303,9 +355,9 @@ class _Pass1:
     def run(self) -> Parsed:
         job, seg, clock = self.job, self.seg, self.clock
         next_id, parse, build = self.ids.next_id, job.parser.parse, self.build
-        column_data = self.encoder.column_data
+        keep, encoder = self.records.add, self.encoder
         kinds, numbers, refs = self.kinds, self.numbers, self.refs
-        entries, seen, distinct = self.entries, self.seen, self.distinct
+        seen, distinct = self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
         single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
@@ -344,21 +396,15 @@ class _Pass1:
                     if len(recs) != 1:
                         self.general(index, message, ops)
                         continue
-                    rec = recs[0]
-                    try:
-                        data: Any = column_data(rec)
-                    except MessageError as exc:
-                        data = (exc.reason, exc.position)
+                    keep(encoder, recs[0])
                     shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
                               op.txowner, op.ordinal, False),)
                     ref = seen.get(shape)
                     if ref is None:
                         ref = seen[shape] = len(distinct)
                         distinct.append(shape)
-                    kinds.append(OK)
+                    kinds.append(ONE)
                     refs.append(ref)
-                    entries.append((((rec.iotype, rec.before_after, rec.io_time, rec.audit_pos,
-                                      data),),))
                     if fresh.stop is None:  # the fresh trial, inline
                         try:
                             if single(message, op):
@@ -373,16 +419,18 @@ class _Pass1:
                         self.continuing.add(index, message, ops)
             except MsgcapError as exc:  # not discardable (id width, unreadable dump): stops here
                 self.fatal(exc)
+            lines = seg.complete()
             skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(),
                                       distinct))
             singles = {"fresh": bytes(fresh.singles)}
             if self.continuing is not None:
                 singles["continuing"] = bytes(self.continuing.singles)
-            payload = marshal.dumps((entries, self.errors, b"\n".join(seg.lines), rows, singles))
+            payload = marshal.dumps((self.records.dump(), self.layouts, self.errors,
+                                     b"\n".join(lines), rows, singles))
             if job.compress:
                 payload = zlib.compress(payload, 1)
         continuing = self.continuing
-        summary = Summary(seg.key, len(seg.lines), len(kinds), body_size, first_id, self.ids.last,
+        summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, self.ids.last,
                           fresh.result(), continuing.result() if continuing else None,
                           self.continues, self.system_seqids, self.width, self.min_given)
         return Parsed(summary, skeleton, payload)
@@ -402,7 +450,6 @@ class _Pass1:
     def skip(self, kind: int) -> None:
         self.kinds.append(kind)
         self.refs.append(-1)
-        self.entries.append(())
         if self.rows is not None:
             self.rows.append(())
 
@@ -427,7 +474,7 @@ class _Pass1:
         failing = self.boundaries.failing
         failing.clear()
         shapes = []
-        built: list[tuple[Any, ...]] = []  # (reason, position) of a failing op, else its records
+        layout: list[Any] = []  # per op: (reason, position) when it fails, else its records
         bodies: list | None = [] if self.rows is not None else None
         for op in ops:
             if op.seqid is None:
@@ -439,12 +486,14 @@ class _Pass1:
             except MessageError as exc:
                 failing.add(id(op))
                 shapes.append(_shape(op, True))
-                built.append((exc.reason, exc.position))
+                layout.append((exc.reason, exc.position))
                 if bodies is not None:
                     bodies.append(None)
                 continue
             shapes.append(_shape(op, False))
-            built.append(tuple(_prebuilt(self.encoder, rec) for rec in recs))
+            for rec in recs:
+                self.records.add(self.encoder, rec)
+            layout.append(len(recs))
             if bodies is not None:
                 bodies.append(row_body(recs))
         shape = tuple(shapes)
@@ -454,7 +503,7 @@ class _Pass1:
             self.distinct.append(shape)
         self.kinds.append(OK)
         self.refs.append(ref)
-        self.entries.append(tuple(built))
+        self.layouts[index] = tuple(layout)
         if self.rows is not None and bodies is not None:
             self.rows.append(tuple(bodies))
         if not self.decided and ops:
@@ -476,11 +525,3 @@ def _shape(op: Op, failing: bool) -> tuple:
     return (op.table.name, op.optype, op.seqid, op.txid, op.txind, op.txname, op.txowner,
             op.ordinal, failing)
 
-
-def _prebuilt(encoder: TrailEncoder, rec: TrailRecord) -> tuple:
-    """A record as pass 2 needs it: header fields and the encoded columns (or their error)."""
-    try:
-        data: Any = encoder.column_data(rec)
-    except MessageError as exc:
-        data = (exc.reason, exc.position)
-    return (rec.iotype, rec.before_after, rec.io_time, rec.audit_pos, data)

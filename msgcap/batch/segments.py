@@ -8,7 +8,9 @@ string per file: ``F`` + scan number (4 bytes) + file URI (UTF-8) + ``\\0`` + th
 
 A segment is what one key names: the lines of one block of a file, or one whole file. Its
 messages come out as replay makes them (``msgcap.dumps``), each with its line's index in the
-segment and its offset in the concatenated input (``time`` ids grow with it).
+segment and its offset in the concatenated input (``time`` ids grow with it). A block's lines
+are read from Spark a chunk at a time as its messages are taken, so that the JVM reads the
+block while the task parses (``Segment.chunks``), not before.
 
 Line numbers: a block's first line number is only known once the lines of the blocks before it
 are counted (the driver does that, in order). Until then a line is named by a **label**,
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, count
+from itertools import accumulate, count, islice
 
 from msgcap import dumps
 from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, KIND_LINES, InputFile, Scan
@@ -35,21 +37,51 @@ _MARK = "\ue000"
 _LABEL = re.compile(f"{_MARK}([0-9]+){_MARK}")
 
 SegmentKey = tuple[int, int]  # (file index, block start): the order of the input
+CHUNK = 4096  # lines of a block read (and decoded) at a time
 
 
 @dataclass(slots=True)
 class Segment:
-    """The lines of one block of a line file (``lines``), or one file read whole
-    (``content``; for a line file, its lines are cut from it)."""
+    """The lines of one block of a line file (``lines``, then those still to be read from
+    ``rest``), or one file read whole (``content``; for a line file, its lines are cut from
+    it)."""
 
     file: InputFile
     start: int
     lines: list[bytes]
     whole: bool
+    rest: Iterator[bytes] | None = None
 
     @property
     def key(self) -> SegmentKey:
         return (self.file.index, self.start)
+
+    def chunks(self) -> Iterator[tuple[int, list[bytes]]]:
+        """(index of the first, lines) of all the segment's lines, a chunk at a time, read from
+        ``rest`` as they are taken (and kept in ``lines``)."""
+        at = 0
+        while True:
+            if at == len(self.lines) and not self._read(CHUNK):
+                return
+            chunk = self.lines[at:]
+            yield at, chunk
+            at += len(chunk)
+
+    def complete(self) -> list[bytes]:
+        """All the segment's lines (the rest read)."""
+        if self.rest is not None:
+            self.lines.extend(self.rest)
+            self.rest = None
+        return self.lines
+
+    def _read(self, size: int) -> bool:
+        if self.rest is None:
+            return False
+        before = len(self.lines)
+        self.lines.extend(islice(self.rest, size))
+        if len(self.lines) == before:
+            self.rest = None
+        return self.rest is not None
 
 
 WholeFiles = dict[tuple[int, str], tuple[int, ...]]  # (scan, URI) → indexes of the file
@@ -86,10 +118,8 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: Whole
             return
         if first[:1] != LINE_TAG:
             raise ValueError("a block of lines without its head")
-        seg = Segment(files[int.from_bytes(first[1:5], "big")],
-                      int.from_bytes(first[5:_LINE_HEAD], "big"), [first[_LINE_HEAD:]], False)
-        seg.lines.extend(it)
-        yield seg
+        yield Segment(files[int.from_bytes(first[1:5], "big")],
+                      int.from_bytes(first[5:_LINE_HEAD], "big"), [first[_LINE_HEAD:]], False, it)
         return
     for element in elements:
         cut = element.index(b"\0", 5)
@@ -135,17 +165,19 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
     f = seg.file
     if seg.whole or seg.start == 0:
         first_line = 1
-    offset = f.base + seg.start + (1 if seg.start else 0)  # no line starts at a block's start
-    raws = seg.lines
-    if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
-        starts = list(accumulate((len(raw) + 1 for raw in raws), initial=offset))
-        numbers = (label(number, first_line) for number in count())
-        for number, message in dumps.line_messages(b"\n".join(raws), f.basename, f.name,
-                                                   numbers):
-            yield number, starts[number], message
-        return
-    for number, raw in enumerate(raws):
-        found = message_of(f, raw, label(number, first_line))
-        if found is not None:
-            yield number, offset, found
-        offset += len(raw) + 1
+    offset = f.base + seg.start + (1 if seg.start else 0)
+    for at, chunk in seg.chunks():
+        if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
+            # line i starts after the lines before it and their i newlines
+            starts = list(accumulate(map(len, chunk), initial=offset))
+            numbers = (label(number, first_line) for number in count(at))
+            for i, message in dumps.line_messages(b"\n".join(chunk), f.basename, f.name,
+                                                  numbers):
+                yield at + i, starts[i] + i, message
+            offset = starts[-1] + len(chunk)
+            continue
+        for number, raw in enumerate(chunk, at):
+            found = message_of(f, raw, label(number, first_line))
+            if found is not None:
+                yield number, offset, found
+            offset += len(raw) + 1

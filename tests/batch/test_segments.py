@@ -18,6 +18,7 @@ import pytest
 
 from gendef.build import build_definitions
 from msgcap import dumps
+from msgcap.batch import segments as segments_module
 from msgcap.batch.driver import Appender, trail_writer
 from msgcap.batch.encode import encode_segment
 from msgcap.batch.inputs import (
@@ -88,10 +89,10 @@ def read_all(files: list[InputFile], block: int) -> list[tuple]:
     whole = whole_files(files, plan_scans(files, block=block))
     for seg in all_segments(files, block, whole):
         first = seen.get(seg.file.index, 0) + 1 if seg.start else 1
-        seen[seg.file.index] = seen.get(seg.file.index, 0) + len(seg.lines)
-        for _n, _offset, m in messages(seg, None):
+        for _n, _offset, m in messages(seg, None):  # reading the block's lines as it goes
             out.append((resolve(m.id, first), resolve(m.origin or "", first), m.body,
                         m.headers))
+        seen[seg.file.index] = seen.get(seg.file.index, 0) + len(seg.complete())
     return out
 
 
@@ -108,8 +109,10 @@ def mixed(tmp_path, monkeypatch):
     return ["a.jsonl", "c.msg", "a.jsonl", "d e%.jsonl"], ["b.txt", "b.txt"]
 
 
+@pytest.mark.parametrize("chunk", [2, segments_module.CHUNK])
 @pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 13, 40, 97, 500, 10**6])
-def test_segments_read_like_replay(mixed, block):
+def test_segments_read_like_replay(mixed, monkeypatch, block, chunk):
+    monkeypatch.setattr(segments_module, "CHUNK", chunk)  # lines read from Spark at a time
     for paths, lines in ((mixed[0], False), (mixed[1], True)):
         files = input_files(local_inputs(paths), lines=lines)
         want = [(m.id, m.origin, m.body, m.headers)

@@ -68,3 +68,12 @@ def test_packed_environment_is_for_cluster_masters(tmp_path, monkeypatch):
     assert executor_python("yarn", None) is None
     assert not any("PYTHONPATH" in k or "PYTHONPATH" in v for k, v in
                    spark_config("spark://10.1.2.3:7077").items())
+
+
+def test_local_master_settings_reach_its_jvm(local_spark):
+    """A local master's JVM collects with the parallel collector (session.JVM_OPTIONS) and
+    takes a block's framed bytes as a direct task result."""
+    sc = local_spark.sparkContext
+    beans = sc._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
+    assert sc.getConf().get("spark.task.maxDirectResultSize") == "128m"
