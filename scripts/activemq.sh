@@ -12,6 +12,8 @@
 #   MSGCAP_STOMP_PORT   STOMP port on 127.0.0.1 (default 61613)
 #   MSGCAP_BROKER_HEAP  JVM heap (default 512m)
 #   MSGCAP_BROKER_WAIT  seconds to wait for the ports (default 90)
+#   MSGCAP_BROKER_OWNER a pid: the broker stops by itself once that process has exited (a test
+#                       run killed midway leaves no JVM behind)
 #
 # STOMP over TLS (stomp+ssl), off unless a port is given; scripts/test-certs.sh makes test stores:
 #   MSGCAP_STOMP_SSL_PORT     STOMP over TLS on this 127.0.0.1 port (needs MSGCAP_BROKER_KEYSTORE)
@@ -36,6 +38,7 @@ DIR="${MSGCAP_BROKER_DIR:-$PWD/.broker}"
 PORT="${MSGCAP_STOMP_PORT:-61613}"
 HEAP="${MSGCAP_BROKER_HEAP:-512m}"
 WAIT="${MSGCAP_BROKER_WAIT:-90}"
+OWNER="${MSGCAP_BROKER_OWNER:-}"
 PIDFILE="$DIR/activemq.pid"
 LOG="$DIR/activemq.out"
 SSL_PORT="${MSGCAP_STOMP_SSL_PORT:-}"
@@ -211,10 +214,12 @@ start() {
         fi
         sleep 0.2
     done
+    [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
     echo "activemq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT$(_tls_urls), dir $DIR)"
 }
 
 stop() {
+    [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
     if ! _alive; then
         rm -f "$PIDFILE"
         echo "activemq not running"

@@ -5,7 +5,7 @@ Tests that need a broker are marked ``@pytest.mark.broker`` and take the ``broke
 ``BROKERS`` (``@pytest.mark.parametrize("broker", BROKERS, indirect=True)``), which runs it on
 RabbitMQ too. Each broker is started once, lazily, by its script (``scripts/activemq.sh``,
 ``scripts/rabbitmq.sh``) in a private directory on a free loopback port, so test runs on the same
-machine never share a broker; it is stopped by its pid when the session ends (and RabbitMQ by
+machine never share a broker; it is stopped by its pid when the session ends (and by
 itself if the session is killed). ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
 """
 
