@@ -120,10 +120,6 @@ _tls_urls() {
     for p in $SSL_PORT $MTLS_PORT $ALT_PORT; do printf ' stomp+ssl://127.0.0.1:%s' "$p"; done
 }
 
-_alive() {
-    [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
-}
-
 _write_conf() {
     mkdir -p "$DIR/conf" "$DIR/data" "$DIR/tmp"
     # The directory holds generated and runtime files only.
@@ -177,7 +173,7 @@ EOF
 
 start() {
     _check_tls
-    if _alive && _all_ports_open; then
+    if broker_alive && _all_ports_open; then
         echo "activemq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT$(_tls_urls))"
         return 0
     fi
@@ -198,29 +194,14 @@ start() {
         -jar "$AMQ_HOME/bin/activemq.jar" start "xbean:file:$DIR/conf/activemq.xml" \
         >"$LOG" 2>&1 </dev/null &
     echo $! > "$PIDFILE"
-    local deadline=$((SECONDS + WAIT))
-    until _all_ports_open; do
-        if ! _alive; then
-            echo "activemq: the broker exited during start; last lines of $LOG:" >&2
-            tail -n 20 "$LOG" >&2 || true
-            rm -f "$PIDFILE"
-            return 1
-        fi
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "activemq: ports $PORT $SSL_PORT $MTLS_PORT $ALT_PORT not all open after" \
-                 "${WAIT}s; see $LOG" >&2
-            stop >/dev/null || true
-            return 1
-        fi
-        sleep 0.2
-    done
-    [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
+    broker_wait_started "activemq: the broker" _all_ports_open \
+        "activemq: ports $PORT $SSL_PORT $MTLS_PORT $ALT_PORT not all open" || return 1
     echo "activemq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT$(_tls_urls), dir $DIR)"
 }
 
 stop() {
     [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
-    if ! _alive; then
+    if ! broker_alive; then
         rm -f "$PIDFILE"
         echo "activemq not running"
         return 0
@@ -232,7 +213,7 @@ stop() {
 }
 
 status() {
-    if _alive && _all_ports_open; then
+    if broker_alive && _all_ports_open; then
         echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT$(_tls_urls)"
     else
         echo "not running"

@@ -69,3 +69,32 @@ stop_when_gone() {
     ) </dev/null >/dev/null 2>&1 &
     echo $! > "$2"
 }
+
+# For a broker script (activemq.sh, rabbitmq.sh), which sets PIDFILE, LOG, WAIT, DIR, OWNER and
+# defines `stop`: whether the process of PIDFILE runs.
+broker_alive() {
+    [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
+}
+
+# Waits until command $2 (split at blanks) succeeds (the broker's ports are open), at most WAIT
+# seconds; then, with OWNER set, the broker stops by itself once that process has exited. Fails
+# (1) when the process ($1 names it) exits meanwhile, with the last lines of LOG, or when time
+# runs out ($3 says what is not ready), stopping the broker.
+broker_wait_started() {
+    local deadline=$((SECONDS + WAIT))
+    until $2; do
+        if ! broker_alive; then
+            echo "$1 exited during start; last lines of $LOG:" >&2
+            tail -n 20 "$LOG" >&2 || true
+            rm -f "$PIDFILE"
+            return 1
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "$3 after ${WAIT}s; see $LOG" >&2
+            stop >/dev/null || true
+            return 1
+        fi
+        sleep 0.2
+    done
+    [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
+}

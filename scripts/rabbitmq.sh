@@ -36,10 +36,6 @@ _free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-_alive() {
-    [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
-}
-
 # The node's environment: name, directories, ports and config all private to $DIR.
 _node_env() {
     [ -f "$DIR/ports" ] || printf '%s %s\n' "$(_free_port)" "$(_free_port)" > "$DIR/ports"
@@ -77,7 +73,7 @@ EOF
 
 
 start() {
-    if _alive && _port_open "$PORT"; then
+    if broker_alive && _port_open "$PORT"; then
         echo "rabbitmq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT)"
         return 0
     fi
@@ -92,28 +88,14 @@ start() {
     # setsid: the node does not get the caller's signals (Ctrl-C in a test run).
     setsid /usr/lib/rabbitmq/bin/rabbitmq-server >"$LOG" 2>&1 </dev/null &
     echo $! > "$PIDFILE"
-    local deadline=$((SECONDS + WAIT))
-    until _port_open "$PORT"; do
-        if ! _alive; then
-            echo "rabbitmq: the node exited during start; last lines of $LOG:" >&2
-            tail -n 20 "$LOG" >&2 || true
-            rm -f "$PIDFILE"
-            return 1
-        fi
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "rabbitmq: port $PORT not open after ${WAIT}s; see $LOG" >&2
-            stop >/dev/null || true
-            return 1
-        fi
-        sleep 0.2
-    done
-    [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
+    broker_wait_started "rabbitmq: the node" "_port_open $PORT" "rabbitmq: port $PORT not open" \
+        || return 1
     echo "rabbitmq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT, dir $DIR)"
 }
 
 stop() {
     [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
-    if ! _alive; then
+    if ! broker_alive; then
         rm -f "$PIDFILE"
         echo "rabbitmq not running"
         return 0
@@ -129,7 +111,7 @@ stop() {
 }
 
 status() {
-    if _alive && _port_open "$PORT"; then
+    if broker_alive && _port_open "$PORT"; then
         echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT"
     else
         echo "not running"
