@@ -611,7 +611,8 @@ class _FrameReader:
     with the transport's own ``receive`` (once; on a non-blocking TLS socket until nothing is
     left), finds the frames in what it has, gives the MESSAGE frames of the read to ``deliver``
     in one call as (headers, body) and tells stomp.py's heart-beat monitor that the broker is
-    alive (at most every ``SIGN_OF_LIFE_SECONDS``); any other frame goes to stomp.py's ``process_frame`` (after the messages before it).
+    alive (at most every ``SIGN_OF_LIFE_SECONDS``; a piece of a large frame counts too); any
+    other frame goes to stomp.py's ``process_frame`` (after the messages before it).
     Frames are the ones stomp.py would make: a frame's end is its first NUL, or later if its
     ``content-length`` says so; EOLs between frames are heart-beats; a frame with CR LF line ends
     is parsed by stomp.py's own ``parse_frame``.
@@ -622,7 +623,11 @@ class _FrameReader:
         import stomp.utils
 
         self._transport, self._deliver = transport, deliver
-        self._rest = b""  # the start of a frame not read to its end yet
+        # The start of a frame not read to its end yet, as read, and how long it must grow
+        # before it can hold the frame's end: to ``_wanted`` bytes, or (0) until a NUL comes.
+        # A large frame arrives in many reads: joined once, not once per read.
+        self._rest: list[bytes] = []
+        self._held = self._wanted = 0
         self._next_sign_of_life = 0.0
         self._frame_class, self._parse_frame = stomp.utils.Frame, stomp.utils.parse_frame
         self._closed = stomp.exception.ConnectionClosedException
@@ -645,7 +650,17 @@ class _FrameReader:
                 if not transport.blocking:
                     return  # TLS: no data yet (at the end, _end_io_loop_at_eof stops the loop)
                 raise self._closed()
-            self._split(self._rest + data if self._rest else data)
+            if self._rest:
+                self._rest.append(data)
+                self._held += len(data)
+                if self._held < self._wanted or (not self._wanted and b"\0" not in data):
+                    self._sign_of_life()
+                    if transport.blocking:
+                        return
+                    continue
+                data = b"".join(self._rest)
+                self._rest = []
+            self._split(data)
             if transport.blocking:
                 return
 
@@ -654,6 +669,7 @@ class _FrameReader:
         messages: list[_Frame] = []
         alive = False
         pos, end = 0, len(buf)
+        wanted = 0  # where an incomplete frame's end will be (0: at a NUL still to come)
         while pos < end:
             if buf[pos] in _EOL:
                 pos += 1
@@ -666,6 +682,7 @@ class _FrameReader:
             if head < 0 or buf.find(b"\r", pos, head) >= 0:
                 after = self._odd_frame(buf, pos, nul, messages)
                 if after < 0:
+                    wanted = -after
                     break
                 pos = after
                 continue
@@ -677,6 +694,7 @@ class _FrameReader:
                 sized = head + 2 + int(length)
                 if sized > nul:  # its body holds NULs
                     if sized >= end:
+                        wanted = sized + 1
                         break
                     frame_end = sized
             body = buf[head + 2:frame_end]
@@ -686,17 +704,25 @@ class _FrameReader:
                 frame = self._frame_class(lines[0], headers, body)
                 self._other(frame, buf[pos:frame_end], messages)
             pos = frame_end + 1
-        self._rest = buf[pos:]
+        if pos < end:
+            self._rest, self._held = [buf[pos:]], end - pos
+            self._wanted = wanted - pos if wanted else 0
         if messages:
             self._deliver(messages)
-        if (messages or alive) and time.monotonic() >= self._next_sign_of_life:
+        if messages or alive:
+            self._sign_of_life()
+
+    def _sign_of_life(self) -> None:
+        """Tell stomp.py's heart-beat monitor that the broker is alive (at most every
+        ``SIGN_OF_LIFE_SECONDS``)."""
+        if time.monotonic() >= self._next_sign_of_life:
             self._next_sign_of_life = time.monotonic() + SIGN_OF_LIFE_SECONDS
             self._transport.notify("heartbeat")
 
     def _odd_frame(self, buf: bytes, pos: int, nul: int, messages: list[_Frame]) -> int:
         """A frame with CR LF line ends (or no blank line before its first NUL), bounded as
-        stomp.py bounds it and parsed by its ``parse_frame``: where the next frame starts, -1
-        while this one is not complete."""
+        stomp.py bounds it and parsed by its ``parse_frame``: where the next frame starts, or
+        while this one is not complete, minus the length ``buf`` must reach to hold it."""
         frame_end = nul
         preamble = _PREAMBLE_END.search(buf[pos:nul])
         if preamble is not None:
@@ -705,7 +731,7 @@ class _FrameReader:
                 sized = pos + preamble.end() + int(length.group("value"))
                 if sized > nul:
                     if sized >= len(buf):
-                        return -1
+                        return -(sized + 1)
                     frame_end = sized
         raw = buf[pos:frame_end]
         frame = self._parse_frame(raw)

@@ -144,6 +144,43 @@ def test_the_frame_reader_gives_stomp_py_s_own_frames_wherever_reads_end() -> No
         assert others.heartbeats >= 1  # messages are a sign of life for the heart-beat monitor
 
 
+def test_a_large_frame_read_in_small_pieces_is_joined_once() -> None:
+    """A frame of megabytes comes in many reads: the reader keeps the pieces and looks for
+    frames again only when the frame can be complete (a NUL came, or its content-length is
+    reached), so it handles each byte a bounded number of times, not once per read."""
+    import stomp.transport
+
+    big = bytes(range(1, 256)) * 8000  # 2 MB, no NUL
+    frames = [b"MESSAGE\nmessage-id:plain\n\n" + big,
+              b"MESSAGE\nmessage-id:sized\ncontent-length:%d\n\n" % (len(big) + 2)
+              + b"\x00" + big + b"\x00",
+              b"MESSAGE\r\nmessage-id:crlf\r\ncontent-length:%d\r\n\r\n" % (len(big) + 1)
+              + big + b"\x00",
+              b"RECEIPT\nreceipt-id:msgcap-2\n\n"]
+    stream = b"\n".join(frame + b"\x00" for frame in frames)
+    chunks = [stream[i:i + 1024] for i in range(0, len(stream), 1024)]
+    reference = _Recording()
+    theirs = stomp.transport.BaseTransport(auto_decode=False)
+    theirs.set_listener("r", reference)
+    _read_with(theirs, [stream])
+    others = _Recording()
+    mine = stomp.transport.BaseTransport(auto_decode=False)
+    mine.set_listener("r", others)
+    reader = _FrameReader(mine, others.deliver)
+    split, handled = reader._split, []
+
+    def counting(buf: bytes) -> None:
+        handled.append(len(buf))
+        split(buf)
+
+    reader._split = counting  # type: ignore[method-assign]
+    _read_with(mine, chunks)
+    assert others.frames == reference.frames
+    assert [cmd for cmd, _, _ in others.frames] == ["MESSAGE"] * 3 + ["RECEIPT"]
+    assert sum(handled) < 2 * len(stream)  # once per read would be ~3,000 times its length
+    assert others.heartbeats >= 1  # pieces of a frame are a sign of life too
+
+
 def test_source_for_picks_the_source_from_jms_url() -> None:
     spool = source_for(_settings("dir:spool"))
     assert isinstance(spool, SpoolSource) and spool.path == "spool"
