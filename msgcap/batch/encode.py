@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from msgcap.assembler import Assembler
-from msgcap.batch.inputs import KIND_FILE
+from msgcap.batch.inputs import InputFile
 from msgcap.batch.parse import BAD, FATAL, ONE, Job, Parsed, Payload, Skeleton, no_gc
 from msgcap.batch.plan import Plan, message_name
 from msgcap.batch.rows import RowBody, transaction_rows
@@ -38,7 +38,8 @@ class Encoded:
     ``ends``: where each complete transaction of ``data`` ends; ``head_completed`` /
     ``head_failed``: the transaction open at the start was completed here / failed to encode;
     ``tail``: ``data`` ends with a part of a transaction still open (``tail_error``: framing it
-    failed); ``last``: the writer's mark of the last transaction; ``error``: where the job stops.
+    failed); ``last``: the writer's mark of the last transaction; ``discarded``: the messages
+    rejected under ``discard`` (``Discards``); ``error``: where the job stops.
     ``data`` is zlib-compressed when the job says so (``Job.compress``).
     """
 
@@ -53,7 +54,7 @@ class Encoded:
     tail_error: str | None
     last: tuple[str | None, int | None, str | None]
     stats: Stats
-    discards: str
+    discarded: list[Discarded]
     error: str | None
     fatal: bool = False
 
@@ -166,34 +167,50 @@ class Sink:
         return None
 
 
-class Discards(DiscardFile):
-    """Discard records of a task, kept in memory for the driver to write in order; the message
-    is read again from its raw line (pass 2 keeps only ids and names)."""
+# a discarded message: its line index in the segment, the error's reason, source, position
+Discarded = tuple[int, str, str | None, str | None]
 
-    def __init__(self, file: Any, payload: Payload, numbers: array, first_line: int) -> None:
+
+class Discards:
+    """The pipeline's discard file in a task: only where each rejected message is and why.
+    Pass 1 keeps no raw lines; the driver reads the few it needs again and writes the records
+    (``discard_records``)."""
+
+    def __init__(self, numbers: array) -> None:
+        self.numbers = numbers
+        self.index = 0  # the message the pipeline is taking
+        self.found: list[Discarded] = []
+
+    def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
+        self.found.append((self.numbers[self.index], error.reason, error.source,
+                           error.position))
+
+    def close(self) -> None:
+        pass
+
+
+class _DiscardText(DiscardFile):
+    """Discard records written to a string (the driver appends them to the file in order)."""
+
+    def __init__(self) -> None:
         super().__init__("<batch>")
         self.buffer = io.StringIO()
-        self.file, self.payload, self.numbers, self.first_line = (
-            file, payload, numbers, first_line)
-        self.index = 0
-        self._lines: list[bytes] | None = None
-
-    def raw(self, i: int) -> bytes:
-        """The raw line (or file) of message ``i``."""
-        if self.file.kind == KIND_FILE:
-            return self.payload.lines
-        if self._lines is None:
-            self._lines = self.payload.lines.split(b"\n")
-        return self._lines[self.numbers[i]]
 
     def _open(self) -> TextIO:
         return self.buffer
 
-    def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
-        i = self.index
-        full = message_of(self.file, self.raw(i), label(self.numbers[i], self.first_line))
-        assert full is not None
-        super().write(full, error, raw_id=full.id)
+
+def discard_records(file: InputFile, first_line: int, discarded: list[Discarded],
+                    lines: dict[int, bytes]) -> str:
+    """The discard file's records of a segment's ``discarded`` messages, as replay writes them,
+    from their raw ``lines`` (by line index) read again."""
+    out = _DiscardText()
+    for number, reason, source, position in discarded:
+        message = message_of(file, lines[number], label(number, first_line))
+        assert message is not None  # a discarded message is not a blank line
+        out.write(message, MessageError(reason, source=source, position=position),
+                  raw_id=message.id)
+    return out.buffer.getvalue()
 
 
 def encode_partition(job: Job, plans: dict[SegmentKey, Plan],
@@ -242,7 +259,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     asm.resume(plan.state)
     next_single = asm.next_single
     sink = Sink(TrailEncoder(job.byteorder), plan, bodies)
-    discards = Discards(file, pl, sk.numbers, first_line)
+    discards = Discards(sk.numbers)
     pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
                         discard=discards)
     stats = pipeline.stats
@@ -338,7 +355,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     encoded = Encoded(summary.key, plan.txnum, plan.head_error,
                       zlib.compress(framed, 1) if job.compress else framed,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
-                      stats, discards.buffer.getvalue(), error, fatal)
+                      stats, discards.found, error, fatal)
     return encoded, sink.rows, sink.tail_rows
 
 

@@ -21,7 +21,7 @@ from msgcap.batch.inputs import InputFile, Scan, has_scheme, input_files, local_
 from msgcap.batch.parse import Skeleton, Summary, count_lines, parse_partition
 from msgcap.batch.plan import Plan
 from msgcap.batch.rows import COLUMNS, SCHEMA
-from msgcap.batch.segments import SegmentKey, file_head, line_head
+from msgcap.batch.segments import SegmentKey, file_head, line_head, pick_lines
 from props.errors import MsgcapError, SourceError
 
 _GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
@@ -233,6 +233,16 @@ class SparkJobs:
     def encode(self, parsed: Any, bjob: Any, plans: dict[SegmentKey, Plan],
                partition: int) -> list[Encoded]:
         return self.run(parsed, lambda it: encode_partition(bjob.value, plans, it), partition)
+
+    def pick_lines(self, source: Any, kinds: list[bool], bjob: Any, partition: int,
+                   wanted: dict[SegmentKey, list[int]]) -> dict[SegmentKey, dict[int, bytes]]:
+        """The raw lines ``wanted`` of one partition, read again from the inputs."""
+        lines = kinds[partition]
+
+        def pick(it: Any) -> list[dict]:
+            job = bjob.value
+            return [pick_lines(it, job.files, job.whole, wanted, lines=lines)]
+        return self.run(source, pick, partition)[0]
 
     def write_rows(self, parsed: Any, bjob: Any, plans: dict[SegmentKey, Plan],
                    dropped: frozenset[SegmentKey], fmt: str, uri: str) -> None:

@@ -5,11 +5,11 @@ Per message the task keeps what the rest of the batch needs, so that nothing is 
 * the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
   seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
   state machine looks at;
-* the **payload**: the segment's raw lines (to write a message to the discard file
-  should it be rejected later), and each operation's records built by the image rules with their columns already
-  encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
+* the **payload**: each operation's records built by the image rules with their columns
+  already encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
   transaction lands in the trail, is left for pass 2), kept column by column (``Records``);
-  rows' column texts with ``--format``.
+  rows' column texts with ``--format``. Not the raw lines: a message rejected in pass 2 is
+  named by its line index, and the driver reads its line again (``segments.pick_lines``).
 
 It also runs the real ``Assembler`` over the segment in **trials** from assumed start states:
 ``fresh`` (no transaction open, counters at 0, no duplicate mark) and, when the segment starts
@@ -208,14 +208,13 @@ class Records:
 class Payload:
     """Per message: its records (``Records``, in message order) and, unless it is of kind ONE,
     its layout: per operation the number of its records or the (reason, position) its records
-    raised; the error of a bad or fatal message; the segment's lines, joined by ``\\n``; rows'
-    column texts per operation with ``--format``; per trial, the messages it took as one whole
-    transaction of one operation. (Ids are not kept: pass 2 names messages by file and line.)"""
+    raised; the error of a bad or fatal message; rows' column texts per operation with
+    ``--format``; per trial, the messages it took as one whole transaction of one operation.
+    (Ids and lines are not kept: pass 2 names messages by file and line.)"""
 
     records: Records
     layouts: dict[int, tuple]
     errors: dict[int, Any]
-    lines: bytes
     rows: list[tuple] | None
     singles: dict[str, bytes]
 
@@ -425,8 +424,8 @@ class _Pass1:
             singles = {"fresh": bytes(fresh.singles)}
             if self.continuing is not None:
                 singles["continuing"] = bytes(self.continuing.singles)
-            payload = marshal.dumps((self.records.dump(), self.layouts, self.errors,
-                                     b"\n".join(lines), rows, singles))
+            payload = marshal.dumps((self.records.dump(), self.layouts, self.errors, rows,
+                                     singles))
             if job.compress:
                 payload = zlib.compress(payload, 1)
         continuing = self.continuing

@@ -20,7 +20,7 @@ from gendef.build import build_definitions
 from msgcap import dumps
 from msgcap.batch import segments as segments_module
 from msgcap.batch.driver import Appender, trail_writer
-from msgcap.batch.encode import encode_segment
+from msgcap.batch.encode import discard_records, encode_segment
 from msgcap.batch.inputs import (
     KIND_FILE,
     InputFile,
@@ -35,6 +35,7 @@ from msgcap.batch.segments import (
     file_head,
     line_head,
     messages,
+    pick_lines,
     resolve,
     segments,
     whole_files,
@@ -72,6 +73,10 @@ def partitions(files: list[InputFile], block: int) -> list[tuple[list[bytes], bo
             pos += len(raw) + 1
         out.extend((blocks.get(start, []), True) for start in range(0, len(data), block))
     return out
+
+
+def _segments(elements: list[bytes], lines: bool, job: Job) -> list:
+    return list(segments(elements, job.files, job.whole, lines=lines))
 
 
 def all_segments(files: list[InputFile], block: int, whole) -> list:
@@ -140,7 +145,8 @@ class _NoTrials(Planner):
 
 
 def batch_in_process(out: str, paths: list[str], block: int, planner_type=Planner):
-    """Pass 1, plan, pass 2 and the ordered append of ``run_batch``, in this process."""
+    """Pass 1, plan, pass 2 and the ordered append of ``run_batch``, in this process; the
+    lines of discarded messages read again from their task's byte strings, made anew."""
     settings = load_settings(PROP)
     definitions = build_definitions(settings)
     files = input_files(local_inputs(paths), lines=False)
@@ -158,7 +164,14 @@ def batch_in_process(out: str, paths: list[str], block: int, planner_type=Planne
         plans.append(plan)
         encoded = encode_segment(job, parsed, plan)[0]
         assert appender.expects(encoded)
-        error = appender.append(encoded)
+        discards = ""
+        if encoded.discarded:
+            elements, lines = next((e, lines) for e, lines in partitions(files, block)
+                                   if seg.key in {s.key for s in _segments(e, lines, job)})
+            wanted = {seg.key: [d[0] for d in encoded.discarded]}
+            discards = discard_records(seg.file, plan.first_line, encoded.discarded, pick_lines(
+                elements, files, job.whole, wanted, lines=lines)[seg.key])
+        error = appender.append(encoded, discards)
         if planner.stopped or error is not None:
             break
     writer.close()
