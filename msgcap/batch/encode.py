@@ -15,6 +15,7 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Any, TextIO
 
 from msgcap.assembler import Assembler
@@ -147,6 +148,22 @@ class Sink:
         self.ends.append(self.size)
         self.last = (seqid, audit_pos, txid)
 
+    def write_wholes(self, asm: Assembler, op: Op, count: int, records: tuple, at: int) -> int:
+        """``write_single`` of ``count`` messages in a row whose operations are of ``op``'s
+        shape (their records from index ``at`` of ``records``), as far as they frame in the
+        common case; how many did (the next one takes ``write_single``)."""
+        txids, seqids = asm.single_ids(op, count)
+        framed = self.encoder.frame_wholes(op.table, txids, seqids, records, at, self.txnum + 1)
+        done = len(framed)
+        if done:
+            asm.took_singles(op, done, seqids[done - 1])
+            self.chunks.extend(framed)
+            self.ends.extend(islice(accumulate(map(len, framed), initial=self.size), 1, None))
+            self.size = self.ends[-1]
+            self.txnum += done
+            self.last = (seqids[done - 1], records[3][at + done - 1], txids[done - 1])
+        return done
+
     def tail(self, asm: Assembler) -> str | None:
         """Frame the records of the transaction still open; its error text when it fails."""
         records = asm.open_records
@@ -276,20 +293,44 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
     single_ops: dict[int, Op] = {}  # by id of the shape: its operation, made once
     counts = stats.operations
+    kinds, shapes = sk.kinds, sk.shapes
+    columns = (iotypes, before_after, io_times, audit_pos, data)
     error: str | None = None
     fatal = False
     at = 0  # the first record of the message
+    taken = 0  # the messages before this index were framed in a run (``Sink.write_wholes``)
     try:
-        for index, kind in enumerate(sk.kinds):
+        for index, kind in enumerate(kinds):
+            if index < taken:
+                continue
             if stop is not None and index > stop:
                 break
-            stats.messages += 1
             layout = _ONE if kind == ONE else layouts.get(index)
             if index < len(singles) and singles[index] and layout == _ONE:
-                shape = sk.shapes[index]
+                shape = shapes[index]
                 op = single_ops.get(id(shape))
                 if op is None:
                     op = single_ops[id(shape)] = _op(tables, shape[0])
+                if kind == ONE and op.txname is None and op.txowner is None:
+                    # the run of such messages from here, framed together
+                    limit = singles.find(0, index)
+                    limit = len(singles) if limit < 0 else limit
+                    if stop is not None:
+                        limit = min(limit, stop + 1)
+                    run_end = index + 1
+                    while run_end < limit and kinds[run_end] == ONE and shapes[run_end] is shape:
+                        run_end += 1
+                    done = sink.write_wholes(asm, op, run_end - index, columns, at)
+                    if done:
+                        at += done
+                        taken = index + done
+                        stats.messages += done
+                        stats.transactions += done
+                        key = (op.table.name, op.optype)
+                        counts[key] = counts.get(key, 0) + done
+                        stats.last_commit_us = io_times[at - 1]
+                        continue
+                stats.messages += 1
                 txid, seqid = next_single(op)
                 r = at
                 at += 1
@@ -308,6 +349,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                 counts[key] = counts.get(key, 0) + 1
                 stats.last_commit_us = io_times[r]
                 continue
+            stats.messages += 1
             number = sk.numbers[index]
             name = message_name(file, number, first_line)
             if index == width_at:

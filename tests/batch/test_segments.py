@@ -9,6 +9,7 @@ parse → plan → frame → append equals replay's trail for every layout.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import random
 from dataclasses import replace
@@ -20,7 +21,7 @@ from gendef.build import build_definitions
 from msgcap import dumps
 from msgcap.batch import segments as segments_module
 from msgcap.batch.driver import Appender, trail_writer
-from msgcap.batch.encode import discard_records, encode_segment
+from msgcap.batch.encode import Sink, discard_records, encode_segment
 from msgcap.batch.inputs import (
     KIND_FILE,
     InputFile,
@@ -29,7 +30,7 @@ from msgcap.batch.inputs import (
     local_inputs,
     plan_scans,
 )
-from msgcap.batch.parse import Job, Skeleton, parse_segment
+from msgcap.batch.parse import Job, Payload, Skeleton, parse_segment
 from msgcap.batch.plan import Planner
 from msgcap.batch.segments import (
     file_head,
@@ -248,6 +249,69 @@ def test_abend_at_every_position(tmp_path, monkeypatch, capsys):
         _, _, _, error = batch_in_process(f"out{parts}", ["a.jsonl"], -(-size // parts))
         assert error is not None and str(error) in out
         assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat/sa")
+
+
+def _one_record(n: int, seqid: int | None = None) -> str:
+    """An insert without a transaction indicator: a whole transaction of one record."""
+    return (f"I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,{seqid or n:010d},NULL,{n},NULL,"
+            f"Customer {n},NULL,City {n % 17},NULL,2024-03-01 10:15:30\n")
+
+
+@pytest.fixture(params=["given", "system"])
+def one_record_messages(request, tmp_path, monkeypatch):
+    """The example without txind: runs of one-record transactions (pass 2 frames a run at
+    once), broken by unknown tables (discarded) and repeated seqids (duplicates, skipped)."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(PROP)
+    text = prop.read_text().replace("delim.header=optype,schemaandtable,timestamp,txind,id",
+                                    "delim.header=optype,schemaandtable,timestamp,id")
+    prop.write_text(text + ("delim.seqid=*seqid\n" if request.param == "system" else ""))
+    bodies = [_one_record(n) for n in range(1, 80)]
+    for at in (5, 6, 30, 61):
+        bodies.insert(at, "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,9999999999,NULL,1\n")
+    bodies.insert(40, _one_record(990, seqid=20))  # a duplicate of message 20 (given seqids)
+    _write_jsonl(tmp_path / "a.jsonl", bodies, 0)
+    return request.param
+
+
+def test_runs_of_one_record_transactions_equal_replay(one_record_messages, capsys):
+    code, out = _replay(capsys, "a.jsonl")
+    assert code == 0 and "discarded 4" in out
+    assert ("duplicates 1" in out) == (one_record_messages == "given")
+    want = trail_view("dirdat/sa")
+    size = os.path.getsize("a.jsonl")
+    for parts in (1, 3, 8, 50):
+        appender, _, _, error = batch_in_process(f"out{parts}", ["a.jsonl"], -(-size // parts))
+        assert error is None
+        assert trail_view(f"out{parts}/trail/sa") == want, parts
+        assert appender.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+
+
+def test_a_run_frames_as_one_by_one(one_record_messages, monkeypatch):
+    """A run of one-record transactions framed at once (``Sink.write_wholes``) gives what
+    framing them one by one gives, also when records in it fail to frame (a column that did
+    not encode, a record over the size limit): those are discarded, the run goes on after."""
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    files = input_files(local_inputs(["a.jsonl"]), lines=False)
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=files[0].size), rows=False, time_base=0)
+    [seg] = all_segments(files, files[0].size, job.whole)
+    parsed = parse_segment(job, seg)
+    payload = Payload.load(parsed.payload, False)
+    data = payload.records.data
+    data[3] = ("cannot encode 'x'", "table SALES.CUSTOMER column NAME")
+    data[50] = b"\0" * 70000
+    parsed.payload = marshal.dumps((payload.records.dump(), payload.layouts, payload.errors,
+                                    payload.rows, payload.singles))
+    plan = Planner(job.rules, job.policy, files).plan(parsed.summary, lambda: None)
+    runs = encode_segment(job, parsed, plan)[0]
+    monkeypatch.setattr(Sink, "write_wholes", lambda *args: 0)
+    one_by_one = encode_segment(job, parsed, plan)[0]
+    assert [d[1][:13] for d in runs.discarded] == [
+        "cannot encode", "unknown table", "unknown table", "unknown table", "record of 700",
+        "unknown table"]
+    assert runs == one_by_one
 
 
 class _Tripwire:
