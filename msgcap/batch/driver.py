@@ -25,7 +25,6 @@ import shutil
 import sys
 import tempfile
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -131,7 +130,7 @@ class Appender:
                 self._discards = open(self.discard_file, "a", encoding="utf-8")  # noqa: SIM115
             self._discards.write(discards)
         self.stats.add(r.stats)
-        view = memoryview(zlib.decompress(r.data) if self.compressed else r.data)
+        view = memoryview(r.framed(self.compressed))
         pos = 0
         ends = r.ends
         if r.head_completed:
@@ -212,6 +211,9 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
     job = Job.create(settings, parser, definitions, files, scans,
                      rows=any(f != "trail" for f in formats), time_base=time.time_ns() // 1000)
     job.compress = not jobs.local  # on a cluster, fewer bytes through the JVMs and network
+    if jobs.local:
+        job.spool = os.path.abspath(os.path.join(outputs.work, "spool"))
+        os.mkdir(job.spool)
     out = progress_out if progress_out is not None else sys.stderr
     try:
         with Progress(jobs.sc, out, progress_interval) as prog:

@@ -11,6 +11,8 @@ which appends them in order; ``--format`` rows come from a second run of the sam
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
@@ -41,7 +43,8 @@ class Encoded:
     ``tail``: ``data`` ends with a part of a transaction still open (``tail_error``: framing it
     failed); ``last``: the writer's mark of the last transaction; ``discarded``: the messages
     rejected under ``discard`` (``Discards``); ``error``: where the job stops.
-    ``data`` is zlib-compressed when the job says so (``Job.compress``).
+    ``data`` is zlib-compressed when the job says so (``Job.compress``), or left in the file
+    ``spooled`` (``spool``).
     """
 
     key: SegmentKey
@@ -58,6 +61,29 @@ class Encoded:
     discarded: list[Discarded]
     error: str | None
     fatal: bool = False
+    spooled: str | None = None
+    size: int = 0  # of the spooled bytes
+
+    def spool(self, directory: str) -> None:
+        """Leave the framed bytes in a new file of ``directory``, for a driver on this machine
+        to read (``framed``), instead of sending them through Spark: a local master's task
+        results cross the JVM twice and are copied on the way (tens of MB a segment)."""
+        fd, path = tempfile.mkstemp(prefix=f"{self.key[0]}-{self.key[1]}-", dir=directory)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(self.data)
+        self.spooled, self.size, self.data = path, len(self.data), b""
+
+    def framed(self, compressed: bool) -> bytes:
+        """The framed bytes, wherever they are (a spool file is removed once read)."""
+        if self.spooled is None:
+            return zlib.decompress(self.data) if compressed else self.data
+        with open(self.spooled, "rb") as fh:
+            data = fh.read()
+        os.remove(self.spooled)
+        if len(data) != self.size:
+            raise MsgcapError(f"the framed bytes of segment {self.key} in {self.spooled} "
+                              f"are {len(data)} bytes, not {self.size}")
+        return data
 
 
 class Prebuilt:
@@ -237,7 +263,10 @@ def encode_partition(job: Job, plans: dict[SegmentKey, Plan],
     for p in parsed:
         plan = plans.get(p.summary.key)
         if plan is not None:
-            out.append(encode_segment(job, p, plan)[0])
+            encoded = encode_segment(job, p, plan)[0]
+            if job.spool is not None:
+                encoded.spool(job.spool)
+            out.append(encoded)
     return out
 
 

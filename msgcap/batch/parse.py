@@ -79,6 +79,9 @@ class Job:
     first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
     # compress what crosses the JVM (kept pass-1 payloads, framed bytes): executors elsewhere
     compress: bool = False
+    # a directory of the driver's where pass 2 leaves its framed bytes (``Encoded.spool``):
+    # local masters, whose executor shares the driver's files
+    spool: str | None = None
 
     @classmethod
     def create(cls, settings: Settings, parser: Parser, definitions: Definitions,

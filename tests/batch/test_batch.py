@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from msgcap.batch.driver import run_batch
+from msgcap.batch.encode import Encoded
 from msgcap.batch.inputs import block_size, input_files, local_inputs, plan_scans
 from msgcap.cli import main
 from props.errors import MessageError
@@ -155,6 +156,10 @@ def test_many_files_in_order_with_spans(spark, tmp_path, monkeypatch, capsys):
 
 def test_rollover_and_lines(spark, tmp_path, monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
+    spooled: list[bool] = []
+    framed = Encoded.framed
+    monkeypatch.setattr(Encoded, "framed", lambda r, compressed: (
+        spooled.append(r.spooled is not None), framed(r, compressed))[1])
     prop = Path(DELIM_PROP)
     prop.write_text(prop.read_text() + "\ntrail.megabytes=1\n")
     text = "".join(_record(n, "W") + "\n" for n in range(1, 9001))
@@ -167,6 +172,9 @@ def test_rollover_and_lines(spark, tmp_path, monkeypatch, capsys):
     # the driver waits for a few partitions' bytes at a time, not all of them
     assert result.splits == 12 and result.planned_slow == 0
     assert result.most_held <= spark.sparkContext.defaultParallelism + 2
+    # a local master's tasks leave the framed bytes in files for the driver, a cluster's send
+    # them back (compressed)
+    assert spooled == [spark.sparkContext.master.startswith("local")] * len(spooled) != []
 
 
 # -- errors ---------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import json
 import marshal
 import os
 import random
+from array import array
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from gendef.build import build_definitions
 from msgcap import dumps
 from msgcap.batch import segments as segments_module
 from msgcap.batch.driver import Appender, trail_writer
-from msgcap.batch.encode import Sink, discard_records, encode_segment
+from msgcap.batch.encode import Encoded, Sink, discard_records, encode_segment
 from msgcap.batch.inputs import (
     KIND_FILE,
     InputFile,
@@ -44,6 +45,7 @@ from msgcap.batch.segments import (
 from msgcap.cli import main
 from msgcap.pipeline import Stats
 from parsers.base import build_parser
+from props.errors import MsgcapError
 from props.loader import load_settings
 
 from .conftest import copy_example, trail_view
@@ -312,6 +314,21 @@ def test_a_run_frames_as_one_by_one(one_record_messages, monkeypatch):
         "cannot encode", "unknown table", "unknown table", "unknown table", "record of 700",
         "unknown table"]
     assert runs == one_by_one
+
+
+def test_spooled_framed_bytes(tmp_path):
+    """A local master's pass 2 leaves its framed bytes in a spool file: read once, removed;
+    a file that is not what the task wrote is refused (one line), never appended."""
+    r = Encoded((0, 0), 0, None, b"framed bytes", array("q", [12]), False, False, False, None,
+                ("1", 1, "1"), Stats(), [], None)
+    r.spool(str(tmp_path))
+    assert r.data == b"" and r.size == 12 and os.path.dirname(r.spooled) == str(tmp_path)
+    assert r.framed(False) == b"framed bytes" and os.listdir(tmp_path) == []
+    r.data = b"framed bytes"
+    r.spool(str(tmp_path))
+    Path(r.spooled).write_bytes(b"framed")
+    with pytest.raises(MsgcapError, match=r"segment \(0, 0\) .* are 6 bytes, not 12"):
+        r.framed(False)
 
 
 class _Tripwire:
