@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
@@ -22,7 +21,17 @@ from typing import Any, TextIO
 
 from msgcap.assembler import Assembler
 from msgcap.batch.inputs import InputFile
-from msgcap.batch.parse import BAD, FATAL, ONE, Job, Parsed, Payload, Skeleton, no_gc
+from msgcap.batch.parse import (
+    BAD,
+    FATAL,
+    ONE,
+    Job,
+    Parsed,
+    Skeleton,
+    no_gc,
+    read_spooled,
+    spool,
+)
 from msgcap.batch.plan import Plan, message_name
 from msgcap.batch.rows import RowBody, transaction_rows
 from msgcap.batch.segments import SegmentKey, label, message_of, resolve
@@ -68,21 +77,15 @@ class Encoded:
         """Leave the framed bytes in a new file of ``directory``, for a driver on this machine
         to read (``framed``), instead of sending them through Spark: a local master's task
         results cross the JVM twice and are copied on the way (tens of MB a segment)."""
-        fd, path = tempfile.mkstemp(prefix=f"{self.key[0]}-{self.key[1]}-", dir=directory)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(self.data)
-        self.spooled, self.size, self.data = path, len(self.data), b""
+        self.spooled = spool(directory, f"framed-{self.key[0]}-{self.key[1]}-", self.data)
+        self.size, self.data = len(self.data), b""
 
     def framed(self, compressed: bool) -> bytes:
         """The framed bytes, wherever they are (a spool file is removed once read)."""
         if self.spooled is None:
             return zlib.decompress(self.data) if compressed else self.data
-        with open(self.spooled, "rb") as fh:
-            data = fh.read()
+        data = read_spooled(self.spooled, self.size, f"the trail bytes of segment {self.key}")
         os.remove(self.spooled)
-        if len(data) != self.size:
-            raise MsgcapError(f"the framed bytes of segment {self.key} in {self.spooled} "
-                              f"are {len(data)} bytes, not {self.size}")
         return data
 
 
@@ -295,7 +298,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                     rows: bool) -> tuple[Encoded, list[tuple], list[tuple]]:
     summary = parsed.summary
     sk = Skeleton.load(parsed.skeleton)
-    pl = Payload.load(parsed.payload, job.compress)
+    pl = parsed.load_payload(job.compress)
     file = job.files[summary.key[0]]
     first_line = plan.first_line
     bodies: dict | None = {} if rows else None

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import gc
 import marshal
+import os
+import tempfile
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -79,8 +81,9 @@ class Job:
     first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
     # compress what crosses the JVM (kept pass-1 payloads, framed bytes): executors elsewhere
     compress: bool = False
-    # a directory of the driver's where pass 2 leaves its framed bytes (``Encoded.spool``):
-    # local masters, whose executor shares the driver's files
+    # a directory of the driver's where pass 1 leaves its payloads and pass 2 its framed bytes
+    # (``spool``), instead of sending them through Spark: local masters, whose executor shares
+    # the driver's files (Spark's blocks and task results cross the JVM, copied on the way)
     spool: str | None = None
 
     @classmethod
@@ -137,11 +140,42 @@ class Summary:
 
 @dataclass(slots=True)
 class Parsed:
-    """Pass 1's result for one segment, kept by Spark between the passes."""
+    """Pass 1's result for one segment, kept by Spark between the passes; with a spool, the
+    payload is in the file ``payload_file`` (``payload_size`` bytes)."""
 
     summary: Summary
     skeleton: bytes
     payload: bytes
+    payload_file: str | None = None
+    payload_size: int = 0
+
+    def load_payload(self, compressed: bool) -> Payload:
+        blob = self.payload
+        if self.payload_file is not None:
+            blob = read_spooled(self.payload_file, self.payload_size,
+                                f"the parse of segment {self.summary.key}")
+        return Payload.load(blob, compressed)
+
+
+def spool(directory: str, prefix: str, data: bytes) -> str:
+    """Write ``data`` to a new file of ``directory`` (``Job.spool``); its path."""
+    fd, path = tempfile.mkstemp(prefix=prefix, dir=directory)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def read_spooled(path: str, size: int, what: str) -> bytes:
+    """The ``size`` bytes ``spool`` wrote to ``path``; a MsgcapError naming ``what`` when the
+    file is not that."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise MsgcapError(f"{what} in {path}: {exc.strerror}") from None
+    if len(data) != size:
+        raise MsgcapError(f"{what} in {path} is {len(data)} bytes, not {size}")
+    return data
 
 
 @dataclass(slots=True)
@@ -435,7 +469,10 @@ class _Pass1:
         summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, self.ids.last,
                           fresh.result(), continuing.result() if continuing else None,
                           self.continues, self.system_seqids, self.width, self.min_given)
-        return Parsed(summary, skeleton, payload)
+        if job.spool is None:
+            return Parsed(summary, skeleton, payload)
+        name = spool(job.spool, f"parse-{seg.key[0]}-{seg.key[1]}-", payload)
+        return Parsed(summary, skeleton, b"", name, len(payload))
 
     def stopped(self) -> bool:
         return all(t.stop is not None for t in self.trials)

@@ -327,7 +327,7 @@ def test_spooled_framed_bytes(tmp_path):
     r.data = b"framed bytes"
     r.spool(str(tmp_path))
     Path(r.spooled).write_bytes(b"framed")
-    with pytest.raises(MsgcapError, match=r"segment \(0, 0\) .* are 6 bytes, not 12"):
+    with pytest.raises(MsgcapError, match=r"segment \(0, 0\) in .* is 6 bytes, not 12"):
         r.framed(False)
 
 
@@ -338,10 +338,10 @@ class _Tripwire:
         raise AssertionError(f"message {message.name} parsed again")
 
 
-@pytest.mark.parametrize("compress", [False, True])
-def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
-    """Each message is parsed once: pass 2 frames what pass 1 kept (compressed or not, as
-    the driver asks for cluster masters)."""
+@pytest.mark.parametrize("compress, spooled", [(False, False), (True, False), (False, True)])
+def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress, spooled):
+    """Each message is parsed once: pass 2 frames what pass 1 kept (compressed, as the driver
+    asks for cluster masters, or in spool files, for local masters)."""
     copy_example("delimited", tmp_path, monkeypatch)
     _write_jsonl(tmp_path / "a.jsonl", _messages(80, seed=4), 0)
     assert _replay(capsys, "a.jsonl")[0] == 0
@@ -352,7 +352,11 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
     job = Job.create(settings, build_parser(settings, definitions), definitions, files,
                      plan_scans(files, block=block), rows=True, time_base=0)
     job.compress = compress
+    if spooled:
+        job.spool = str(tmp_path / "spool")
+        os.mkdir(job.spool)
     parsed = [parse_segment(job, seg) for seg in all_segments(files, block, job.whole)]
+    assert all((p.payload_file is not None) == spooled for p in parsed)
     job.parser = _Tripwire()
     planner = Planner(job.rules, job.policy, files)
     writer = trail_writer(settings, "out/trail")
@@ -363,7 +367,11 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
         plan = planner.plan(p.summary, lambda p=p: Skeleton.load(p.skeleton))
         encoded, complete, tail = encode_segment(job, p, plan, rows=True)
         rows += len(complete) + len(tail)
+        if spooled:
+            encoded.spool(job.spool)
         assert appender.append(encoded) is None
     writer.close()
     assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
     assert rows == appender.stats.total_operations
+    if spooled:  # the trail bytes' files are removed once appended
+        assert sorted(n.split("-")[0] for n in os.listdir(job.spool)) == ["parse"] * len(parsed)
