@@ -9,7 +9,7 @@
 3. plans the segments in order (``plan.Planner``), submitting each partition's pass 2
    (``encode``, one job per partition) as soon as its plans are made;
 4. appends the framed bytes as they come back, in order, with the one ``TrailWriter`` of this
-   process; at most ``window`` partitions' bytes wait here;
+   process; at most ``window`` partitions' bytes wait for it;
 5. writes ``--format`` rows with Spark's own writers, then renames the outputs into place: a
    failed job leaves no partial trail (``Outputs``).
 
@@ -258,7 +258,7 @@ class _Run:
                  say: Callable[[str], None]) -> None:
         self.jobs, self.job, self.settings, self.outputs, self.say = (
             jobs, job, settings, outputs, say)
-        self.window = jobs.parallelism + 1
+        self.window = window(jobs.parallelism, spooled=job.spool is not None)
 
     def execute(self, scans: list) -> Result:
         jobs, job = self.jobs, self.job
@@ -391,6 +391,14 @@ class _Run:
             future.cancel()
             self._submit(q, {k: plan.moved(plan.txnum - delta, None)
                              for k, plan in qplans.items()})
+
+
+def window(parallelism: int, *, spooled: bool) -> int:
+    """Pass-2 jobs in flight besides the one whose bytes are being appended: the partitions
+    whose bytes may wait for the driver. Their bytes in spool files, not in memory: twice as
+    many, so that jobs Spark runs in another order than submitted keep the executors busy
+    while the driver waits for the oldest."""
+    return 2 * parallelism + 2 if spooled else parallelism + 1
 
 
 def _ids_need_lines(job: Job) -> bool:
