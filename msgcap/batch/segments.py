@@ -132,7 +132,7 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: Whole
 
 
 def pick_lines(elements: Iterable[bytes], files: Sequence[InputFile], whole: WholeFiles,
-               wanted: dict[SegmentKey, Iterable[int]], *,
+               wanted: dict[SegmentKey, list[int]], *,
                lines: bool) -> dict[SegmentKey, dict[int, bytes]]:
     """The raw lines ``wanted`` (line indexes in their segments; 0 for a file read whole:
     its bytes) of one task's elements, read again: messages rejected in pass 2."""
