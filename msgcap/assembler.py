@@ -409,6 +409,25 @@ class Assembler:
         self._last = (seqid, op.ordinal)
         return txid, seqid
 
+    def single_ids(self, op: Op, count: int) -> tuple[list[str], list[str]]:
+        """The txids and seqids ``next_single`` gives ``count`` operations of ``op``'s shape in
+        a row; the state moves only with ``took_singles``."""
+        txid, seqid = op.txid, op.seqid
+        txids = ([str(n) for n in range(self._txid + 1, self._txid + count + 1)]
+                 if txid is None else [txid] * count)
+        seqids = ([str(n).zfill(20) for n in range(self._seq + 1, self._seq + count + 1)]
+                  if seqid is None else [seqid] * count)
+        return txids, seqids
+
+    def took_singles(self, op: Op, taken: int, last_seqid: str) -> None:
+        """The state after ``next_single`` of the first ``taken`` of ``single_ids``."""
+        if taken:
+            if op.txid is None:
+                self._txid += taken
+            if op.seqid is None:
+                self._seq += taken
+            self._last = (last_seqid, op.ordinal)
+
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()
         if not ops:

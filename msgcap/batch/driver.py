@@ -9,7 +9,7 @@
 3. plans the segments in order (``plan.Planner``), submitting each partition's pass 2
    (``encode``, one job per partition) as soon as its plans are made;
 4. appends the framed bytes as they come back, in order, with the one ``TrailWriter`` of this
-   process; at most ``window`` partitions' bytes wait here;
+   process; at most ``window`` partitions' bytes wait for it;
 5. writes ``--format`` rows with Spark's own writers, then renames the outputs into place: a
    failed job leaves no partial trail (``Outputs``).
 
@@ -25,7 +25,6 @@ import shutil
 import sys
 import tempfile
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,7 +33,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gendef.durable import fsync_dir
-from msgcap.batch.encode import Encoded
+from msgcap.batch.encode import Encoded, discard_records
 from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans
 from msgcap.batch.parse import Job
 from msgcap.batch.plan import Plan, Planner
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     from props.settings import Settings
 
 FORMATS = ("trail", "parquet", "json")
+Framed = tuple[Encoded, str]  # a segment's pass 2 and its discard records
 
 
 @dataclass(slots=True)
@@ -120,16 +120,17 @@ class Appender:
         """True when ``r`` was framed from a plan that still holds."""
         return r.txnum == self.writer.txnum and r.head_error == self.pending_error
 
-    def append(self, r: Encoded) -> MsgcapError | None:
-        """Append one segment; the error that stops the job there, if any."""
-        if r.discards:
+    def append(self, r: Encoded, discards: str = "") -> MsgcapError | None:
+        """Append one segment and the records of its discarded messages
+        (``encode.discard_records``); the error that stops the job there, if any."""
+        if discards:
             if self._discards is None:
                 os.makedirs(self.errors_dir, exist_ok=True)
                 self.discard_file = os.path.join(self.errors_dir, "discarded.jsonl")
                 self._discards = open(self.discard_file, "a", encoding="utf-8")  # noqa: SIM115
-            self._discards.write(r.discards)
+            self._discards.write(discards)
         self.stats.add(r.stats)
-        view = memoryview(zlib.decompress(r.data) if self.compressed else r.data)
+        view = memoryview(r.framed(self.compressed))
         pos = 0
         ends = r.ends
         if r.head_completed:
@@ -210,6 +211,9 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
     job = Job.create(settings, parser, definitions, files, scans,
                      rows=any(f != "trail" for f in formats), time_base=time.time_ns() // 1000)
     job.compress = not jobs.local  # on a cluster, fewer bytes through the JVMs and network
+    if jobs.local:
+        job.spool = os.path.abspath(os.path.join(outputs.work, "spool"))
+        os.mkdir(job.spool)
     out = progress_out if progress_out is not None else sys.stderr
     try:
         with Progress(jobs.sc, out, progress_interval) as prog:
@@ -254,7 +258,7 @@ class _Run:
                  say: Callable[[str], None]) -> None:
         self.jobs, self.job, self.settings, self.outputs, self.say = (
             jobs, job, settings, outputs, say)
-        self.window = jobs.parallelism + 1
+        self.window = window(jobs.parallelism, spooled=job.spool is not None)
 
     def execute(self, scans: list) -> Result:
         jobs, job = self.jobs, self.job
@@ -266,6 +270,7 @@ class _Run:
             bare.unpersist()
         bjob = jobs.broadcast(job)
         parsed = jobs.parse(source, kinds, bjob)
+        self.source, self.kinds = source, kinds
         n = parsed.getNumPartitions()
         writer = trail_writer(self.settings, self.outputs.trail_dir)
         result = Result(Stats(), splits=n)
@@ -305,7 +310,7 @@ class _Run:
         self.final: dict[SegmentKey, Plan] = {}
         self.shift = 0  # planned minus actual transaction numbers (discard at write time)
         self.most_held = 0
-        self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future]] = deque()
+        self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future[list[Framed]]]] = deque()
         every = jobs.summaries(parsed)
         self.say("assembling transactions")
         last: SegmentKey | None = None
@@ -340,21 +345,32 @@ class _Run:
         return None
 
     def _submit(self, p: int, plans: dict[SegmentKey, Plan]) -> None:
-        self.queue.append(
-            (p, plans, self.pool.submit(self.jobs.encode, self.parsed, self.bjob, plans, p)))
+        self.queue.append((p, plans, self.pool.submit(self._encode, p, plans)))
         self.most_held = max(self.most_held, len(self.queue))
+
+    def _encode(self, p: int, plans: dict[SegmentKey, Plan]) -> list[Framed]:
+        """Pass 2 of partition ``p``, each segment with the records of its discarded messages,
+        whose lines are read again here (a second job, only when there are any)."""
+        jobs, files = self.jobs, self.job.files
+        encoded = jobs.encode(self.parsed, self.bjob, plans, p)
+        wanted = {r.key: [d[0] for d in r.discarded] for r in encoded if r.discarded}
+        if not wanted:
+            return [(r, "") for r in encoded]
+        lines = jobs.pick_lines(self.source, self.kinds, self.bjob, p, wanted)
+        return [(r, discard_records(files[r.key[0]], plans[r.key].first_line, r.discarded,
+                                    lines[r.key]) if r.discarded else "") for r in encoded]
 
     def _append_next(self) -> MsgcapError | None:
         """Append the oldest partition's segments; frame again from corrected plans when a
         transaction before them failed to be written."""
         p, plans, future = self.queue.popleft()
         appender = self.appender
-        for r in sorted(future.result(), key=lambda e: e.key):
+        for r, discards in sorted(future.result(), key=lambda e: e[0].key):
             if not appender.expects(r):
                 self._replan(p, plans, r)
                 return None
             self.final[r.key] = plans[r.key]
-            error = appender.append(r)
+            error = appender.append(r, discards)
             if error is not None:
                 return error
         return None
@@ -375,6 +391,14 @@ class _Run:
             future.cancel()
             self._submit(q, {k: plan.moved(plan.txnum - delta, None)
                              for k, plan in qplans.items()})
+
+
+def window(parallelism: int, *, spooled: bool) -> int:
+    """Pass-2 jobs in flight besides the one whose bytes are being appended: the partitions
+    whose bytes may wait for the driver. Their bytes in spool files, not in memory: twice as
+    many, so that jobs Spark runs in another order than submitted keep the executors busy
+    while the driver waits for the oldest."""
+    return 2 * parallelism + 2 if spooled else parallelism + 1
 
 
 def _ids_need_lines(job: Job) -> bool:

@@ -11,15 +11,27 @@ which appends them in order; ``--format`` rows come from a second run of the sam
 from __future__ import annotations
 
 import io
+import os
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Any, TextIO
 
 from msgcap.assembler import Assembler
-from msgcap.batch.inputs import KIND_FILE
-from msgcap.batch.parse import BAD, FATAL, ONE, Job, Parsed, Payload, Skeleton, no_gc
+from msgcap.batch.inputs import InputFile
+from msgcap.batch.parse import (
+    BAD,
+    FATAL,
+    ONE,
+    Job,
+    Parsed,
+    Skeleton,
+    no_gc,
+    read_spooled,
+    spool,
+)
 from msgcap.batch.plan import Plan, message_name
 from msgcap.batch.rows import RowBody, transaction_rows
 from msgcap.batch.segments import SegmentKey, label, message_of, resolve
@@ -38,8 +50,10 @@ class Encoded:
     ``ends``: where each complete transaction of ``data`` ends; ``head_completed`` /
     ``head_failed``: the transaction open at the start was completed here / failed to encode;
     ``tail``: ``data`` ends with a part of a transaction still open (``tail_error``: framing it
-    failed); ``last``: the writer's mark of the last transaction; ``error``: where the job stops.
-    ``data`` is zlib-compressed when the job says so (``Job.compress``).
+    failed); ``last``: the writer's mark of the last transaction; ``discarded``: the messages
+    rejected under ``discard`` (``Discards``); ``error``: where the job stops.
+    ``data`` is zlib-compressed when the job says so (``Job.compress``), or left in the file
+    ``spooled`` (``spool``).
     """
 
     key: SegmentKey
@@ -53,9 +67,26 @@ class Encoded:
     tail_error: str | None
     last: tuple[str | None, int | None, str | None]
     stats: Stats
-    discards: str
+    discarded: list[Discarded]
     error: str | None
     fatal: bool = False
+    spooled: str | None = None
+    size: int = 0  # of the spooled bytes
+
+    def spool(self, directory: str) -> None:
+        """Leave the framed bytes in a new file of ``directory``, for a driver on this machine
+        to read (``framed``), instead of sending them through Spark: a local master's task
+        results cross the JVM twice and are copied on the way (tens of MB a segment)."""
+        self.spooled = spool(directory, f"framed-{self.key[0]}-{self.key[1]}-", self.data)
+        self.size, self.data = len(self.data), b""
+
+    def framed(self, compressed: bool) -> bytes:
+        """The framed bytes, wherever they are (a spool file is removed once read)."""
+        if self.spooled is None:
+            return zlib.decompress(self.data) if compressed else self.data
+        data = read_spooled(self.spooled, self.size, f"the trail bytes of segment {self.key}")
+        os.remove(self.spooled)
+        return data
 
 
 class Prebuilt:
@@ -146,6 +177,22 @@ class Sink:
         self.ends.append(self.size)
         self.last = (seqid, audit_pos, txid)
 
+    def write_wholes(self, asm: Assembler, op: Op, count: int, records: tuple, at: int) -> int:
+        """``write_single`` of ``count`` messages in a row whose operations are of ``op``'s
+        shape (their records from index ``at`` of ``records``), as far as they frame in the
+        common case; how many did (the next one takes ``write_single``)."""
+        txids, seqids = asm.single_ids(op, count)
+        framed = self.encoder.frame_wholes(op.table, txids, seqids, records, at, self.txnum + 1)
+        done = len(framed)
+        if done:
+            asm.took_singles(op, done, seqids[done - 1])
+            self.chunks.extend(framed)
+            self.ends.extend(islice(accumulate(map(len, framed), initial=self.size), 1, None))
+            self.size = self.ends[-1]
+            self.txnum += done
+            self.last = (seqids[done - 1], records[3][at + done - 1], txids[done - 1])
+        return done
+
     def tail(self, asm: Assembler) -> str | None:
         """Frame the records of the transaction still open; its error text when it fails."""
         records = asm.open_records
@@ -166,34 +213,50 @@ class Sink:
         return None
 
 
-class Discards(DiscardFile):
-    """Discard records of a task, kept in memory for the driver to write in order; the message
-    is read again from its raw line (pass 2 keeps only ids and names)."""
+# a discarded message: its line index in the segment, the error's reason, source, position
+Discarded = tuple[int, str, str | None, str | None]
 
-    def __init__(self, file: Any, payload: Payload, numbers: array, first_line: int) -> None:
+
+class Discards:
+    """The pipeline's discard file in a task: only where each rejected message is and why.
+    Pass 1 keeps no raw lines; the driver reads the few it needs again and writes the records
+    (``discard_records``)."""
+
+    def __init__(self, numbers: array) -> None:
+        self.numbers = numbers
+        self.index = 0  # the message the pipeline is taking
+        self.found: list[Discarded] = []
+
+    def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
+        self.found.append((self.numbers[self.index], error.reason, error.source,
+                           error.position))
+
+    def close(self) -> None:
+        pass
+
+
+class _DiscardText(DiscardFile):
+    """Discard records written to a string (the driver appends them to the file in order)."""
+
+    def __init__(self) -> None:
         super().__init__("<batch>")
         self.buffer = io.StringIO()
-        self.file, self.payload, self.numbers, self.first_line = (
-            file, payload, numbers, first_line)
-        self.index = 0
-        self._lines: list[bytes] | None = None
-
-    def raw(self, i: int) -> bytes:
-        """The raw line (or file) of message ``i``."""
-        if self.file.kind == KIND_FILE:
-            return self.payload.lines
-        if self._lines is None:
-            self._lines = self.payload.lines.split(b"\n")
-        return self._lines[self.numbers[i]]
 
     def _open(self) -> TextIO:
         return self.buffer
 
-    def write(self, message: Message, error: MessageError, *, raw_id: str | None = None) -> None:
-        i = self.index
-        full = message_of(self.file, self.raw(i), label(self.numbers[i], self.first_line))
-        assert full is not None
-        super().write(full, error, raw_id=full.id)
+
+def discard_records(file: InputFile, first_line: int, discarded: list[Discarded],
+                    lines: dict[int, bytes]) -> str:
+    """The discard file's records of a segment's ``discarded`` messages, as replay writes them,
+    from their raw ``lines`` (by line index) read again."""
+    out = _DiscardText()
+    for number, reason, source, position in discarded:
+        message = message_of(file, lines[number], label(number, first_line))
+        assert message is not None  # a discarded message is not a blank line
+        out.write(message, MessageError(reason, source=source, position=position),
+                  raw_id=message.id)
+    return out.buffer.getvalue()
 
 
 def encode_partition(job: Job, plans: dict[SegmentKey, Plan],
@@ -203,7 +266,10 @@ def encode_partition(job: Job, plans: dict[SegmentKey, Plan],
     for p in parsed:
         plan = plans.get(p.summary.key)
         if plan is not None:
-            out.append(encode_segment(job, p, plan)[0])
+            encoded = encode_segment(job, p, plan)[0]
+            if job.spool is not None:
+                encoded.spool(job.spool)
+            out.append(encoded)
     return out
 
 
@@ -232,7 +298,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                     rows: bool) -> tuple[Encoded, list[tuple], list[tuple]]:
     summary = parsed.summary
     sk = Skeleton.load(parsed.skeleton)
-    pl = Payload.load(parsed.payload, job.compress)
+    pl = parsed.load_payload(job.compress)
     file = job.files[summary.key[0]]
     first_line = plan.first_line
     bodies: dict | None = {} if rows else None
@@ -242,7 +308,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     asm.resume(plan.state)
     next_single = asm.next_single
     sink = Sink(TrailEncoder(job.byteorder), plan, bodies)
-    discards = Discards(file, pl, sk.numbers, first_line)
+    discards = Discards(sk.numbers)
     pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
                         discard=discards)
     stats = pipeline.stats
@@ -259,20 +325,44 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
     single_ops: dict[int, Op] = {}  # by id of the shape: its operation, made once
     counts = stats.operations
+    kinds, shapes = sk.kinds, sk.shapes
+    columns = (iotypes, before_after, io_times, audit_pos, data)
     error: str | None = None
     fatal = False
     at = 0  # the first record of the message
+    taken = 0  # the messages before this index were framed in a run (``Sink.write_wholes``)
     try:
-        for index, kind in enumerate(sk.kinds):
+        for index, kind in enumerate(kinds):
+            if index < taken:
+                continue
             if stop is not None and index > stop:
                 break
-            stats.messages += 1
             layout = _ONE if kind == ONE else layouts.get(index)
             if index < len(singles) and singles[index] and layout == _ONE:
-                shape = sk.shapes[index]
+                shape = shapes[index]
                 op = single_ops.get(id(shape))
                 if op is None:
                     op = single_ops[id(shape)] = _op(tables, shape[0])
+                if kind == ONE and op.txname is None and op.txowner is None:
+                    # the run of such messages from here, framed together
+                    limit = singles.find(0, index)
+                    limit = len(singles) if limit < 0 else limit
+                    if stop is not None:
+                        limit = min(limit, stop + 1)
+                    run_end = index + 1
+                    while run_end < limit and kinds[run_end] == ONE and shapes[run_end] is shape:
+                        run_end += 1
+                    done = sink.write_wholes(asm, op, run_end - index, columns, at)
+                    if done:
+                        at += done
+                        taken = index + done
+                        stats.messages += done
+                        stats.transactions += done
+                        key = (op.table.name, op.optype)
+                        counts[key] = counts.get(key, 0) + done
+                        stats.last_commit_us = io_times[at - 1]
+                        continue
+                stats.messages += 1
                 txid, seqid = next_single(op)
                 r = at
                 at += 1
@@ -291,6 +381,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                 counts[key] = counts.get(key, 0) + 1
                 stats.last_commit_us = io_times[r]
                 continue
+            stats.messages += 1
             number = sk.numbers[index]
             name = message_name(file, number, first_line)
             if index == width_at:
@@ -338,7 +429,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     encoded = Encoded(summary.key, plan.txnum, plan.head_error,
                       zlib.compress(framed, 1) if job.compress else framed,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
-                      stats, discards.buffer.getvalue(), error, fatal)
+                      stats, discards.found, error, fatal)
     return encoded, sink.rows, sink.tail_rows
 
 

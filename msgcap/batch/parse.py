@@ -5,11 +5,11 @@ Per message the task keeps what the rest of the batch needs, so that nothing is 
 * the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
   seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
   state machine looks at;
-* the **payload**: the segment's raw lines (to write a message to the discard file
-  should it be rejected later), and each operation's records built by the image rules with their columns already
-  encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
+* the **payload**: each operation's records built by the image rules with their columns
+  already encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
   transaction lands in the trail, is left for pass 2), kept column by column (``Records``);
-  rows' column texts with ``--format``.
+  rows' column texts with ``--format``. Not the raw lines: a message rejected in pass 2 is
+  named by its line index, and the driver reads its line again (``segments.pick_lines``).
 
 It also runs the real ``Assembler`` over the segment in **trials** from assumed start states:
 ``fresh`` (no transaction open, counters at 0, no duplicate mark) and, when the segment starts
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import gc
 import marshal
+import os
+import tempfile
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -79,6 +81,10 @@ class Job:
     first_lines: dict[SegmentKey, int] | None = None  # counted before pass 1 when ids need them
     # compress what crosses the JVM (kept pass-1 payloads, framed bytes): executors elsewhere
     compress: bool = False
+    # a directory of the driver's where pass 1 leaves its payloads and pass 2 its framed bytes
+    # (``spool``), instead of sending them through Spark: local masters, whose executor shares
+    # the driver's files (Spark's blocks and task results cross the JVM, copied on the way)
+    spool: str | None = None
 
     @classmethod
     def create(cls, settings: Settings, parser: Parser, definitions: Definitions,
@@ -134,11 +140,42 @@ class Summary:
 
 @dataclass(slots=True)
 class Parsed:
-    """Pass 1's result for one segment, kept by Spark between the passes."""
+    """Pass 1's result for one segment, kept by Spark between the passes; with a spool, the
+    payload is in the file ``payload_file`` (``payload_size`` bytes)."""
 
     summary: Summary
     skeleton: bytes
     payload: bytes
+    payload_file: str | None = None
+    payload_size: int = 0
+
+    def load_payload(self, compressed: bool) -> Payload:
+        blob = self.payload
+        if self.payload_file is not None:
+            blob = read_spooled(self.payload_file, self.payload_size,
+                                f"the parse of segment {self.summary.key}")
+        return Payload.load(blob, compressed)
+
+
+def spool(directory: str, prefix: str, data: bytes) -> str:
+    """Write ``data`` to a new file of ``directory`` (``Job.spool``); its path."""
+    fd, path = tempfile.mkstemp(prefix=prefix, dir=directory)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def read_spooled(path: str, size: int, what: str) -> bytes:
+    """The ``size`` bytes ``spool`` wrote to ``path``; a MsgcapError naming ``what`` when the
+    file is not that."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise MsgcapError(f"{what} in {path}: {exc.strerror}") from None
+    if len(data) != size:
+        raise MsgcapError(f"{what} in {path} is {len(data)} bytes, not {size}")
+    return data
 
 
 @dataclass(slots=True)
@@ -208,14 +245,13 @@ class Records:
 class Payload:
     """Per message: its records (``Records``, in message order) and, unless it is of kind ONE,
     its layout: per operation the number of its records or the (reason, position) its records
-    raised; the error of a bad or fatal message; the segment's lines, joined by ``\\n``; rows'
-    column texts per operation with ``--format``; per trial, the messages it took as one whole
-    transaction of one operation. (Ids are not kept: pass 2 names messages by file and line.)"""
+    raised; the error of a bad or fatal message; rows' column texts per operation with
+    ``--format``; per trial, the messages it took as one whole transaction of one operation.
+    (Ids and lines are not kept: pass 2 names messages by file and line.)"""
 
     records: Records
     layouts: dict[int, tuple]
     errors: dict[int, Any]
-    lines: bytes
     rows: list[tuple] | None
     singles: dict[str, bytes]
 
@@ -359,7 +395,7 @@ class _Pass1:
         kinds, numbers, refs = self.kinds, self.numbers, self.refs
         seen, distinct = self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
-        single, add = fresh.asm.take_single, fresh.asm.add
+        single, add, fresh_singles = fresh.asm.take_single, fresh.asm.add, fresh.singles
         body_size = 0
         first_id: tuple[int, str] | None = None
         with no_gc():
@@ -409,7 +445,10 @@ class _Pass1:
                         try:
                             if single(message, op):
                                 fresh.txns += 1
-                                fresh.single(index)
+                                if len(fresh_singles) == index:
+                                    fresh_singles.append(1)
+                                else:
+                                    fresh.single(index)
                             else:
                                 fresh.txns += len(add(message, ops).completed)
                         except MessageError:
@@ -425,15 +464,18 @@ class _Pass1:
             singles = {"fresh": bytes(fresh.singles)}
             if self.continuing is not None:
                 singles["continuing"] = bytes(self.continuing.singles)
-            payload = marshal.dumps((self.records.dump(), self.layouts, self.errors,
-                                     b"\n".join(lines), rows, singles))
+            payload = marshal.dumps((self.records.dump(), self.layouts, self.errors, rows,
+                                     singles))
             if job.compress:
                 payload = zlib.compress(payload, 1)
         continuing = self.continuing
         summary = Summary(seg.key, len(lines), len(kinds), body_size, first_id, self.ids.last,
                           fresh.result(), continuing.result() if continuing else None,
                           self.continues, self.system_seqids, self.width, self.min_given)
-        return Parsed(summary, skeleton, payload)
+        if job.spool is None:
+            return Parsed(summary, skeleton, payload)
+        name = spool(job.spool, f"parse-{seg.key[0]}-{seg.key[1]}-", payload)
+        return Parsed(summary, skeleton, b"", name, len(payload))
 
     def stopped(self) -> bool:
         return all(t.stop is not None for t in self.trials)

@@ -131,6 +131,20 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: Whole
                           True)
 
 
+def pick_lines(elements: Iterable[bytes], files: Sequence[InputFile], whole: WholeFiles,
+               wanted: dict[SegmentKey, list[int]], *,
+               lines: bool) -> dict[SegmentKey, dict[int, bytes]]:
+    """The raw lines ``wanted`` (line indexes in their segments; 0 for a file read whole:
+    its bytes) of one task's elements, read again: messages rejected in pass 2."""
+    out: dict[SegmentKey, dict[int, bytes]] = {}
+    for seg in segments(elements, files, whole, lines=lines):
+        numbers = wanted.get(seg.key)
+        if numbers:
+            got = seg.complete()
+            out[seg.key] = {n: got[n] for n in numbers}
+    return out
+
+
 def label(number: int, first_line: int | None) -> str:
     """Line ``number`` (0-based in its segment) as messages name it."""
     return str(first_line + number) if first_line is not None else f"{_MARK}{number}{_MARK}"

@@ -29,13 +29,14 @@ ENVIRONMENT = "environment"  # the directory the packed environment is unpacked 
 # (each block's kept results and framed bytes are one array of tens of MB) started concurrent
 # marking cycles, ~1 JVM CPU-s per 1M messages in local[1] that the parallel one does not spend.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
-# A local master's JVM is the executor too, and keeps pass 1's results (about 260 bytes a
-# one-record message, spilled to disk beyond): with Spark's 1g heap, G1's marking cost ~1 CPU-s
-# per 1M messages in local[1], with 2g ~0.1 s.
+# A local master's JVM is the executor too. When it kept pass 1's whole results (about 260 bytes
+# a one-record message), Spark's 1g heap cost ~1 CPU-s of G1 marking per 1M messages in
+# local[1], 2g ~0.1 s; the payloads are in spool files now (``Job.spool``), the skeletons
+# (~13 bytes a message) are still kept in the JVM.
 LOCAL_DRIVER_MEMORY = "2g"
-# A block's framed bytes (tens of MB) come back to a local driver as a direct task result, up to
-# Spark's RPC message limit (128 MB), instead of being stored in the block manager and fetched
-# back over the loopback (4 results of 57 MB: 1.4 -> 1.0 JVM CPU-s, 2.8 -> 2.2 s of wall).
+# A block's pass-2 result (its transactions' ends, 8 bytes each; the framed bytes are in a spool
+# file) comes back to a local driver as a direct task result, up to Spark's RPC message limit
+# (128 MB), instead of being stored in the block manager and fetched back over the loopback.
 LOCAL_DIRECT_RESULTS = "128m"
 
 

@@ -9,8 +9,10 @@ parse → plan → frame → append equals replay's trail for every layout.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import random
+from array import array
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from gendef.build import build_definitions
 from msgcap import dumps
 from msgcap.batch import segments as segments_module
 from msgcap.batch.driver import Appender, trail_writer
-from msgcap.batch.encode import encode_segment
+from msgcap.batch.encode import Encoded, Sink, discard_records, encode_segment
 from msgcap.batch.inputs import (
     KIND_FILE,
     InputFile,
@@ -29,12 +31,13 @@ from msgcap.batch.inputs import (
     local_inputs,
     plan_scans,
 )
-from msgcap.batch.parse import Job, Skeleton, parse_segment
+from msgcap.batch.parse import Job, Payload, Skeleton, parse_segment
 from msgcap.batch.plan import Planner
 from msgcap.batch.segments import (
     file_head,
     line_head,
     messages,
+    pick_lines,
     resolve,
     segments,
     whole_files,
@@ -42,6 +45,7 @@ from msgcap.batch.segments import (
 from msgcap.cli import main
 from msgcap.pipeline import Stats
 from parsers.base import build_parser
+from props.errors import MsgcapError
 from props.loader import load_settings
 
 from .conftest import copy_example, trail_view
@@ -72,6 +76,10 @@ def partitions(files: list[InputFile], block: int) -> list[tuple[list[bytes], bo
             pos += len(raw) + 1
         out.extend((blocks.get(start, []), True) for start in range(0, len(data), block))
     return out
+
+
+def _segments(elements: list[bytes], lines: bool, job: Job) -> list:
+    return list(segments(elements, job.files, job.whole, lines=lines))
 
 
 def all_segments(files: list[InputFile], block: int, whole) -> list:
@@ -140,7 +148,8 @@ class _NoTrials(Planner):
 
 
 def batch_in_process(out: str, paths: list[str], block: int, planner_type=Planner):
-    """Pass 1, plan, pass 2 and the ordered append of ``run_batch``, in this process."""
+    """Pass 1, plan, pass 2 and the ordered append of ``run_batch``, in this process; the
+    lines of discarded messages read again from their task's byte strings, made anew."""
     settings = load_settings(PROP)
     definitions = build_definitions(settings)
     files = input_files(local_inputs(paths), lines=False)
@@ -158,7 +167,14 @@ def batch_in_process(out: str, paths: list[str], block: int, planner_type=Planne
         plans.append(plan)
         encoded = encode_segment(job, parsed, plan)[0]
         assert appender.expects(encoded)
-        error = appender.append(encoded)
+        discards = ""
+        if encoded.discarded:
+            elements, lines = next((e, lines) for e, lines in partitions(files, block)
+                                   if seg.key in {s.key for s in _segments(e, lines, job)})
+            wanted = {seg.key: [d[0] for d in encoded.discarded]}
+            discards = discard_records(seg.file, plan.first_line, encoded.discarded, pick_lines(
+                elements, files, job.whole, wanted, lines=lines)[seg.key])
+        error = appender.append(encoded, discards)
         if planner.stopped or error is not None:
             break
     writer.close()
@@ -237,6 +253,84 @@ def test_abend_at_every_position(tmp_path, monkeypatch, capsys):
         assert trail_view(f"out{parts}/trail/sa") == trail_view("dirdat/sa")
 
 
+def _one_record(n: int, seqid: int | None = None) -> str:
+    """An insert without a transaction indicator: a whole transaction of one record."""
+    return (f"I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,{seqid or n:010d},NULL,{n},NULL,"
+            f"Customer {n},NULL,City {n % 17},NULL,2024-03-01 10:15:30\n")
+
+
+@pytest.fixture(params=["given", "system"])
+def one_record_messages(request, tmp_path, monkeypatch):
+    """The example without txind: runs of one-record transactions (pass 2 frames a run at
+    once), broken by unknown tables (discarded) and repeated seqids (duplicates, skipped)."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(PROP)
+    text = prop.read_text().replace("delim.header=optype,schemaandtable,timestamp,txind,id",
+                                    "delim.header=optype,schemaandtable,timestamp,id")
+    prop.write_text(text + ("delim.seqid=*seqid\n" if request.param == "system" else ""))
+    bodies = [_one_record(n) for n in range(1, 80)]
+    for at in (5, 6, 30, 61):
+        bodies.insert(at, "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,9999999999,NULL,1\n")
+    bodies.insert(40, _one_record(990, seqid=20))  # a duplicate of message 20 (given seqids)
+    _write_jsonl(tmp_path / "a.jsonl", bodies, 0)
+    return request.param
+
+
+def test_runs_of_one_record_transactions_equal_replay(one_record_messages, capsys):
+    code, out = _replay(capsys, "a.jsonl")
+    assert code == 0 and "discarded 4" in out
+    assert ("duplicates 1" in out) == (one_record_messages == "given")
+    want = trail_view("dirdat/sa")
+    size = os.path.getsize("a.jsonl")
+    for parts in (1, 3, 8, 50):
+        appender, _, _, error = batch_in_process(f"out{parts}", ["a.jsonl"], -(-size // parts))
+        assert error is None
+        assert trail_view(f"out{parts}/trail/sa") == want, parts
+        assert appender.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
+
+
+def test_a_run_frames_as_one_by_one(one_record_messages, monkeypatch):
+    """A run of one-record transactions framed at once (``Sink.write_wholes``) gives what
+    framing them one by one gives, also when records in it fail to frame (a column that did
+    not encode, a record over the size limit): those are discarded, the run goes on after."""
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    files = input_files(local_inputs(["a.jsonl"]), lines=False)
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=files[0].size), rows=False, time_base=0)
+    [seg] = all_segments(files, files[0].size, job.whole)
+    parsed = parse_segment(job, seg)
+    payload = Payload.load(parsed.payload, False)
+    data = payload.records.data
+    data[3] = ("cannot encode 'x'", "table SALES.CUSTOMER column NAME")
+    data[50] = b"\0" * 70000
+    parsed.payload = marshal.dumps((payload.records.dump(), payload.layouts, payload.errors,
+                                    payload.rows, payload.singles))
+    plan = Planner(job.rules, job.policy, files).plan(parsed.summary, lambda: None)
+    runs = encode_segment(job, parsed, plan)[0]
+    monkeypatch.setattr(Sink, "write_wholes", lambda *args: 0)
+    one_by_one = encode_segment(job, parsed, plan)[0]
+    assert [d[1][:13] for d in runs.discarded] == [
+        "cannot encode", "unknown table", "unknown table", "unknown table", "record of 700",
+        "unknown table"]
+    assert runs == one_by_one
+
+
+def test_spooled_framed_bytes(tmp_path):
+    """A local master's pass 2 leaves its framed bytes in a spool file: read once, removed;
+    a file that is not what the task wrote is refused (one line), never appended."""
+    r = Encoded((0, 0), 0, None, b"framed bytes", array("q", [12]), False, False, False, None,
+                ("1", 1, "1"), Stats(), [], None)
+    r.spool(str(tmp_path))
+    assert r.data == b"" and r.size == 12 and os.path.dirname(r.spooled) == str(tmp_path)
+    assert r.framed(False) == b"framed bytes" and os.listdir(tmp_path) == []
+    r.data = b"framed bytes"
+    r.spool(str(tmp_path))
+    Path(r.spooled).write_bytes(b"framed")
+    with pytest.raises(MsgcapError, match=r"segment \(0, 0\) in .* is 6 bytes, not 12"):
+        r.framed(False)
+
+
 class _Tripwire:
     """A parser that must not be called."""
 
@@ -244,10 +338,10 @@ class _Tripwire:
         raise AssertionError(f"message {message.name} parsed again")
 
 
-@pytest.mark.parametrize("compress", [False, True])
-def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
-    """Each message is parsed once: pass 2 frames what pass 1 kept (compressed or not, as
-    the driver asks for cluster masters)."""
+@pytest.mark.parametrize("compress, spooled", [(False, False), (True, False), (False, True)])
+def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress, spooled):
+    """Each message is parsed once: pass 2 frames what pass 1 kept (compressed, as the driver
+    asks for cluster masters, or in spool files, for local masters)."""
     copy_example("delimited", tmp_path, monkeypatch)
     _write_jsonl(tmp_path / "a.jsonl", _messages(80, seed=4), 0)
     assert _replay(capsys, "a.jsonl")[0] == 0
@@ -258,7 +352,11 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
     job = Job.create(settings, build_parser(settings, definitions), definitions, files,
                      plan_scans(files, block=block), rows=True, time_base=0)
     job.compress = compress
+    if spooled:
+        job.spool = str(tmp_path / "spool")
+        os.mkdir(job.spool)
     parsed = [parse_segment(job, seg) for seg in all_segments(files, block, job.whole)]
+    assert all((p.payload_file is not None) == spooled for p in parsed)
     job.parser = _Tripwire()
     planner = Planner(job.rules, job.policy, files)
     writer = trail_writer(settings, "out/trail")
@@ -269,7 +367,11 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress):
         plan = planner.plan(p.summary, lambda p=p: Skeleton.load(p.skeleton))
         encoded, complete, tail = encode_segment(job, p, plan, rows=True)
         rows += len(complete) + len(tail)
+        if spooled:
+            encoded.spool(job.spool)
         assert appender.append(encoded) is None
     writer.close()
     assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
     assert rows == appender.stats.total_operations
+    if spooled:  # the trail bytes' files are removed once appended
+        assert sorted(n.split("-")[0] for n in os.listdir(job.spool)) == ["parse"] * len(parsed)

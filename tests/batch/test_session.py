@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
 
+from msgcap.batch.jobs import RawElements
 from msgcap.batch.session import executor_python, on_loopback, spark_config
 from props.errors import SourceError
 
@@ -77,3 +79,22 @@ def test_local_master_settings_reach_its_jvm(local_spark):
     beans = sc._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
     assert sc.getConf().get("spark.task.maxDirectResultSize") == "128m"
+
+
+def test_raw_elements_read_pysparks_frames():
+    """The tasks read the JVM's byte strings as NoOpSerializer frames them: lengths, a NULL
+    element, the end of the data (anything after it is not read)."""
+    from pyspark.serializers import NoOpSerializer, SpecialLengths, write_int
+
+    elements = [b"L\0\0\0\0" + bytes(8) + b"first", b"", b"x" * 70000, "é".encode()]
+    out = io.BytesIO()
+    NoOpSerializer().dump_stream(iter(elements), out)
+    write_int(SpecialLengths.NULL, out)
+    write_int(SpecialLengths.END_OF_DATA_SECTION, out)
+    write_int(3, out)
+    out.write(b"abc")
+    got = list(RawElements().load_stream(io.BufferedReader(io.BytesIO(out.getvalue()))))
+    assert got == [*elements, None]
+    assert list(RawElements().load_stream(io.BytesIO(out.getvalue()[:30]))) == elements[:2]
+    assert RawElements() == RawElements() and hash(RawElements()) == hash(RawElements())
+
