@@ -205,6 +205,14 @@ def test_bad_message_abend(spark, tmp_path, monkeypatch, capsys):
     assert output_entries() == []
 
 
+def _discard_entries(path):
+    """A discard file's records, their write time left out (batch writes them later)."""
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    for row in rows:
+        row.pop("time")
+    return rows
+
+
 def test_bad_message_discard(spark, tmp_path, monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
     inputs = _with_bad(tmp_path)
@@ -214,14 +222,7 @@ def test_bad_message_discard(spark, tmp_path, monkeypatch, capsys):
     same_trail("dirdat/sa", "out/trail/sa")
     assert result.stats.discarded == 1
     assert result.discard_file == "out/errors/discarded.jsonl"
-
-    def entries(path):
-        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
-        for row in rows:
-            row.pop("time")
-        return rows
-
-    assert entries(result.discard_file) == entries("dirrpt/SALES.dsc")
+    assert _discard_entries(result.discard_file) == _discard_entries("dirrpt/SALES.dsc")
 
 
 def test_discarded_lines_read_again(spark, tmp_path, monkeypatch, capsys):
@@ -253,14 +254,7 @@ def test_discarded_lines_read_again(spark, tmp_path, monkeypatch, capsys):
     result = batch(spark, DELIM_PROP, inputs, partitions=parts)
     same_trail("dirdat/sa", "out/trail/sa")
     assert result.stats.discarded == discarded
-
-    def entries(path):
-        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
-        for row in rows:
-            row.pop("time")
-        return rows
-
-    assert entries(result.discard_file) == entries("dirrpt/SALES.dsc")
+    assert _discard_entries(result.discard_file) == _discard_entries("dirrpt/SALES.dsc")
 
 
 def test_open_transaction_at_end(spark, tmp_path, monkeypatch, capsys):
