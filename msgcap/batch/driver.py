@@ -157,7 +157,7 @@ class Appender:
                last: tuple[str | None, int | None, str | None]) -> None:
         writer = self.writer
         writer.append_encoded(data, transactions=transactions, last_seqid=last[0],
-                              last_audit_pos=last[1], last_txid=last[2])
+                              last_audit_pos=last[1], last_txid=last[2], checked=True)
         position = writer.position
         stats = self.stats
         if not stats.trail_files or stats.trail_files[-1] != position.file:

@@ -39,6 +39,7 @@ from msgcap.msgid import IdWidthError, MessageIds
 from msgcap.pipeline import DiscardFile, Pipeline, Stats
 from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.records import TRANSIND_WHOLE, Position, TrailRecord, TrailTransaction
+from msgcap.trail.writer import check_records
 from parsers.model import Message, Op
 from props.errors import MessageError, MsgcapError
 
@@ -132,6 +133,14 @@ class Sink:
         self.bodies = bodies
         self.rows: list[tuple] = []
         self.tail_rows: list[tuple] = []
+
+    def framed(self) -> bytes:
+        """The framed bytes, every record walked here, where it scales (the driver's writer
+        checks only their ends: ``append_encoded(checked=True)``)."""
+        framed = b"".join(self.chunks)
+        if framed:
+            check_records(framed, self.encoder.byteorder, partial=True)
+        return framed
 
     def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position:
         """Never called: a batch pipeline has no ``stream_at``, its transactions stay whole."""
@@ -425,7 +434,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
         before = sink.size
         tail_error = sink.tail(asm)
         tail = sink.size > before
-    framed = b"".join(sink.chunks)
+    framed = sink.framed()
     encoded = Encoded(summary.key, plan.txnum, plan.head_error,
                       zlib.compress(framed, 1) if job.compress else framed,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,

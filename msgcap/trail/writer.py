@@ -367,16 +367,27 @@ class TrailWriter:
 
     def append_encoded(self, data: bytes | memoryview, *, transactions: int, last_seqid: str | None,
                        last_audit_pos: int | None, last_txid: str | None,
-                       partial: bool = False) -> Position:
+                       partial: bool = False, checked: bool = False) -> Position:
         """Append transactions encoded elsewhere (``encode_transaction`` with transaction
         numbers ``txnum + 1`` onwards, in this writer's byte order). ``data`` holds whole
         records; it must end a transaction unless ``partial`` (more of the last transaction
-        follows in the next call, which does not count it again)."""
+        follows in the next call, which does not count it again).
+
+        Every record is checked here, unless ``checked``: the bytes were walked by
+        ``check_records`` where they were framed (a batch's tasks, which scale; the driver's
+        single writer does not) and came here under a checksum. Then only their ends are
+        checked: the first record's head, the last one's trailer and transaction end."""
         self._check(allow_open=True)
         if type(data) is not bytes:  # buffered until the next write(): own the bytes
             data = bytes(data)
         if data:
-            self._validate(data, partial)
+            try:
+                if checked:
+                    _check_ends(data, self.byteorder, partial)
+                else:
+                    check_records(data, self.byteorder, partial)
+            except TrailError as exc:
+                raise TrailError(exc.reason, file=self._file) from None
         if partial:
             if not self._open_tx:
                 self._tx_start = self.position
@@ -398,24 +409,6 @@ class TrailWriter:
         if self.sync == "transaction":
             self.flush_durable()
         return self.position
-
-    def _validate(self, data: bytes, partial: bool = False) -> None:
-        """Encoded data must be whole records, ending a transaction unless ``partial``."""
-        p, n, last = 0, len(data), -1
-        while p < n:
-            if p + 4 > n:
-                raise TrailError("encoded data ends inside a record head", file=self._file)
-            rid, _, total = self._head(data, p)
-            if rid != REC_G or total < MIN_RECORD or p + total > n:
-                raise TrailError(f"encoded data: no complete record at offset {p}",
-                                 file=self._file)
-            zid, _, ztotal = self._head(data, p + total - 4)
-            if zid != REC_Z or ztotal != total:
-                raise TrailError(f"encoded data: bad trailer at offset {p}", file=self._file)
-            last, p = p, p + total
-        if not partial and data[last + _TRANSIND_OFFSET] not in (TRANSIND_END, TRANSIND_WHOLE):
-            raise TrailError("encoded data does not end with a complete transaction",
-                             file=self._file)
 
     def _append(self, data: bytes) -> None:
         if self._roll_first:
@@ -545,3 +538,43 @@ class TrailWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_records(data: bytes, byteorder: str, partial: bool = False) -> None:
+    """Encoded data must be whole records, ending a transaction unless ``partial``."""
+    head = layout_for(byteorder).head.unpack_from
+    p, n, last = 0, len(data), -1
+    while p < n:
+        if p + 4 > n:
+            raise TrailError("encoded data ends inside a record head")
+        rid, _, total = head(data, p)
+        if rid != REC_G or total < MIN_RECORD or p + total > n:
+            raise TrailError(f"encoded data: no complete record at offset {p}")
+        zid, _, ztotal = head(data, p + total - 4)
+        if zid != REC_Z or ztotal != total:
+            raise TrailError(f"encoded data: bad trailer at offset {p}")
+        last, p = p, p + total
+    if not partial:
+        _check_end(data, last)
+
+
+def _check_ends(data: bytes, byteorder: str, partial: bool) -> None:
+    """The ends of records walked elsewhere (``append_encoded(checked=True)``): a record
+    starts the data, and a record whose trailer ends it starts where that trailer says."""
+    head = layout_for(byteorder).head.unpack_from
+    n = len(data)
+    rid, _, total = head(data, 0) if n >= 4 else (0, 0, 0)
+    if rid != REC_G or total < MIN_RECORD or total > n:
+        raise TrailError("encoded data: no complete record at offset 0")
+    zid, _, ztotal = head(data, n - 4)
+    last = n - ztotal
+    lid, _, ltotal = head(data, last) if last >= 0 else (0, 0, 0)
+    if zid != REC_Z or ztotal < MIN_RECORD or lid != REC_G or ltotal != ztotal:
+        raise TrailError(f"encoded data: bad trailer at offset {max(last, 0)}")
+    if not partial:
+        _check_end(data, last)
+
+
+def _check_end(data: bytes, last: int) -> None:
+    if data[last + _TRANSIND_OFFSET] not in (TRANSIND_END, TRANSIND_WHOLE):
+        raise TrailError("encoded data does not end with a complete transaction")

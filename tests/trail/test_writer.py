@@ -11,7 +11,7 @@ from msgcap.trail import writer as writer_mod
 from msgcap.trail.encoder import TrailEncoder, encode_transaction
 from msgcap.trail.reader import TrailFile, TrailReader
 from msgcap.trail.records import IOTYPE_INSERT, Position, TrailRecord, TrailTransaction
-from msgcap.trail.writer import TrailWriter
+from msgcap.trail.writer import TrailWriter, check_records
 from props.errors import MessageError, TrailError
 
 MiB = 1024 * 1024
@@ -165,6 +165,41 @@ def test_append_encoded_rejects_garbage_and_open_transactions(tmp_path, tcustmer
                          last_txid=None)
     w.close()
     assert os.path.getsize(tmp_path / "aa000000000") == start
+
+
+def test_checked_encoded_data_has_its_ends_checked(tmp_path, tcustmer: Table) -> None:
+    """``checked``: the records were walked where they were framed; the writer still refuses
+    data that does not start with a record, end with one, or end a transaction."""
+    two = encode_transaction(tx(tcustmer, 1, records=2), 1)
+    three = two + encode_transaction(tx(tcustmer, 2), 2)
+    w = TrailWriter(str(tmp_path / "aa"), sync="none")
+    start = w.open().rba
+    for bad, reason in ((b"Gxxxxxxx" * 10, "no complete record at offset 0"),
+                        (three[1:], "no complete record at offset 0"),
+                        (three[:-1], "bad trailer"),
+                        (two[:len(two) // 2], "complete transaction")):
+        with pytest.raises(TrailError, match=reason):
+            w.append_encoded(bad, transactions=1, last_seqid=None, last_audit_pos=None,
+                             last_txid=None, checked=True)
+    assert w.position.rba == start
+    w.append_encoded(three, transactions=2, last_seqid=None, last_audit_pos=None,
+                     last_txid=None, checked=True)
+    w.close()
+    with TrailFile(str(tmp_path / "aa000000000")) as tf:
+        assert (tmp_path / "aa000000000").read_bytes()[tf.data_start:] == three
+
+
+def test_check_records_walks_every_record(tcustmer: Table) -> None:
+    first = encode_transaction(tx(tcustmer, 1), 1)
+    data = bytearray(first + encode_transaction(tx(tcustmer, 2), 2))
+    check_records(bytes(data), "big")
+    data[len(first) - 4] = ord("X")  # the first record's trailer: the ends are still sound
+    with pytest.raises(TrailError, match="bad trailer at offset 0"):
+        check_records(bytes(data), "big")
+    with pytest.raises(TrailError, match="complete transaction"):
+        check_records(encode_transaction(tx(tcustmer, 3, records=2), 3)[:len(first)], "big")
+    check_records(encode_transaction(tx(tcustmer, 3, records=2), 3)[:len(first)], "big",
+                  partial=True)
 
 
 def test_record_over_65535_bytes_is_a_message_error(tmp_path) -> None:
