@@ -279,6 +279,7 @@ class _Run:
         pool = ThreadPoolExecutor(max_workers=2 * self.window + 2,
                                   thread_name_prefix="batch-job")
         self.parsed, self.bjob, self.pool, self.appender = parsed, bjob, pool, appender
+        self.order = jobs.in_order()
         writer.open()
         try:
             self.say(f"parsing {len(job.files)} input files in {n} splits")
@@ -290,9 +291,11 @@ class _Run:
                 self.say(f"writing {f} rows")
                 jobs.write_rows(parsed, bjob, self.final, frozenset(appender.dropped), f, uri)
         except BaseException:
+            self.order.close()
             jobs.cancel()
             raise
         finally:
+            self.order.close()
             writer.close()
             appender.close()
             pool.shutdown(wait=True, cancel_futures=True)
@@ -310,7 +313,8 @@ class _Run:
         self.final: dict[SegmentKey, Plan] = {}
         self.shift = 0  # planned minus actual transaction numbers (discard at write time)
         self.most_held = 0
-        self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future[list[Framed]]]] = deque()
+        self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future[list[Framed]], int]] = (
+            deque())
         every = jobs.summaries(parsed)
         self.say("assembling transactions")
         last: SegmentKey | None = None
@@ -345,7 +349,11 @@ class _Run:
         return None
 
     def _submit(self, p: int, plans: dict[SegmentKey, Plan]) -> None:
-        self.queue.append((p, plans, self.pool.submit(self._encode, p, plans)))
+        """Pass 2 of partition ``p`` in a pool thread, its job submitted after the ones
+        queued before it (``jobs.InOrder``)."""
+        ticket = self.order.queue()
+        future = self.pool.submit(self.order.run, ticket, partial(self._encode, p, plans))
+        self.queue.append((p, plans, future, ticket))
         self.most_held = max(self.most_held, len(self.queue))
 
     def _encode(self, p: int, plans: dict[SegmentKey, Plan]) -> list[Framed]:
@@ -363,7 +371,7 @@ class _Run:
     def _append_next(self) -> MsgcapError | None:
         """Append the oldest partition's segments; frame again from corrected plans when a
         transaction before them failed to be written."""
-        p, plans, future = self.queue.popleft()
+        p, plans, future, _ = self.queue.popleft()
         appender = self.appender
         for r, discards in sorted(future.result(), key=lambda e: e[0].key):
             if not appender.expects(r):
@@ -387,8 +395,9 @@ class _Run:
         queued = list(self.queue)
         self.queue.clear()
         self._submit(p, redo)
-        for q, qplans, future in queued:
-            future.cancel()
+        for q, qplans, future, ticket in queued:
+            if future.cancel():
+                self.order.drop(ticket)
             self._submit(q, {k: plan.moved(plan.txnum - delta, None)
                              for k, plan in qplans.items()})
 

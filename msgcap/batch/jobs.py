@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 import struct
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError
 from typing import Any, Self, TextIO
 
 from msgcap.batch.encode import Encoded, encode_partition, rows_partition
@@ -112,6 +115,79 @@ class RawElements:
 
     def __repr__(self) -> str:
         return "RawElements()"
+
+
+class InOrder:
+    """Hands one-partition jobs that several threads submit to Spark in the order they were
+    queued. Spark's FIFO scheduler runs jobs in the order it gets them; threads that submit at
+    once reach it in any order, and a later partition run first leaves the driver waiting for
+    the oldest while the executors work ahead (on two 1-core workers: a second of an idle core
+    per 1M messages). A job is submitted once every job queued before it has been (or was
+    dropped), and Spark's status tracker shows the last of them, waiting at most ``patience``
+    seconds."""
+
+    def __init__(self, sc: Any, patience: float = 2.0) -> None:
+        self._sc = sc
+        self._tracker = sc.statusTracker()
+        self._group = f"msgcap-batch-{uuid.uuid4().hex[:12]}-"
+        self._patience = patience
+        self._cond = threading.Condition()
+        self._queued = 0
+        self._next = 0  # every ticket before it has started or was dropped
+        self._last = -1  # the latest ticket started
+        self._gone: set[int] = set()  # started or dropped, at or after ``_next``
+        self._ended: set[int] = set()
+        self._closed = False
+
+    def queue(self) -> int:
+        """The ticket of the next job, in the order ``run`` is to submit them."""
+        with self._cond:
+            self._queued += 1
+            return self._queued - 1
+
+    def drop(self, ticket: int) -> None:
+        """The job of ``ticket`` will never run (cancelled before it started)."""
+        with self._cond:
+            self._gone_by(ticket)
+
+    def close(self) -> None:
+        """Jobs not yet submitted are not submitted (the batch stops)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def job_ids(self, ticket: int) -> list[int]:
+        """The Spark jobs ``ticket`` has submitted so far."""
+        return list(self._tracker.getJobIdsForGroup(self._group + str(ticket)))
+
+    def run(self, ticket: int, submit: Callable[[], Any]) -> Any:
+        """``submit()`` (which runs Spark jobs) once the jobs queued before are Spark's."""
+        deadline = time.monotonic() + self._patience
+        with self._cond:
+            self._cond.wait_for(lambda: self._closed or self._next >= ticket,
+                                timeout=self._patience)
+            last = self._last
+        while (not self._closed and last >= 0 and last not in self._ended
+               and time.monotonic() < deadline and not self.job_ids(last)):
+            time.sleep(0.001)
+        if self._closed:
+            raise CancelledError
+        self._sc.setJobGroup(self._group + str(ticket), f"msgcap batch, job {ticket}")
+        with self._cond:
+            self._last = max(self._last, ticket)
+            self._gone_by(ticket)
+        try:
+            return submit()
+        finally:
+            with self._cond:
+                self._ended.add(ticket)
+
+    def _gone_by(self, ticket: int) -> None:
+        self._gone.add(ticket)
+        while self._next in self._gone:
+            self._gone.discard(self._next)
+            self._next += 1
+        self._cond.notify_all()
 
 
 class SparkJobs:
@@ -303,6 +379,9 @@ class SparkJobs:
             raise task_failure(exc) from None
         finally:
             bplans.unpersist()
+
+    def in_order(self) -> InOrder:
+        return InOrder(self.sc)
 
     def cancel(self) -> None:
         self.sc.cancelAllJobs()

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+import time
+from concurrent.futures import CancelledError
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from msgcap.batch.driver import run_batch, window
 from msgcap.batch.encode import Encoded
 from msgcap.batch.inputs import block_size, input_files, local_inputs, plan_scans
+from msgcap.batch.jobs import SparkJobs
 from msgcap.cli import main
 from props.errors import MessageError
 from props.loader import load_settings
@@ -380,3 +384,32 @@ def test_rows_only(local_spark, tmp_path, monkeypatch, capsys):
     assert "trail files: none written" in out and "json rows: o/json" in out
     assert not Path("o/trail").exists() and not Path("o/.staging").exists()
     assert local_spark.read.json(str(tmp_path / "o/json")).count() == 8
+
+
+def test_pass_two_jobs_reach_spark_in_queue_order(local_spark):
+    """Threads that submit at once (here in reverse, one after the other) still have their
+    jobs run by Spark in the order they were queued; a ticket dropped (its job cancelled
+    before it ran) holds nothing up, and a closed order submits nothing more."""
+    sc = local_spark.sparkContext
+    order = SparkJobs(local_spark).in_order()
+    tickets = [order.queue() for _ in range(5)]
+    dropped = tickets.pop(2)
+    order.drop(dropped)
+    threads = [threading.Thread(target=order.run, args=(t, sc.parallelize([t], 1).collect))
+               for t in reversed(tickets)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(60)
+    ids = [order.job_ids(t) for t in tickets]
+    assert all(len(i) == 1 for i in ids) and order.job_ids(dropped) == []
+    assert [i[0] for i in ids] == sorted(i[0] for i in ids)
+    waiting = order.queue() + 1  # its job waits for one never run
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=lambda: failed.append(
+        pytest.raises(CancelledError, order.run, waiting, sc.parallelize([0], 1).collect)))
+    thread.start()
+    order.close()
+    thread.join(60)
+    assert failed and order.job_ids(waiting) == []
