@@ -1,6 +1,6 @@
 """``msgcap batch`` throughput beside single-process replay, and the driver's own ceiling.
 
-    python bench/bench_batch.py [--records 1000000] [--partitions 8] [--no-cluster]
+    python bench/bench_batch.py [--records 1000000] [--partitions 8] [--rounds 3] [--no-cluster]
 
 Writes N one-record delimited messages (the records of ``bench_replay_delim.py``, system seqids)
 as a text-lines dump, then, in this run:
@@ -15,17 +15,23 @@ as a text-lines dump, then, in this run:
   driver does — plan every segment and append the framed bytes in order into a trail — timed.
 
 Each batch gets a fresh SparkSession; its start, and the executors' (a warm-up job), are not
-timed. Prints wall-clock messages/s (Spark work runs in other processes; the machine may be
-shared — compare figures of the same run) and the CPU seconds of each run (this process, the
-JVMs and the Python workers: this process's descendants and the cluster's processes), checks that every trail holds the same records, and
-the ratios against their targets: local[1] ≥ 70 % of replay; 2 workers ≥ 1.6× 1 worker; the
-driver's ceiling ≥ 10× replay. The load average is printed at the start and at the end.
+timed. The runs are repeated ``--rounds`` times, one after the other (replay, local[1], 2
+workers, 1 worker, then again), and the best run of each is compared, as ``timeit`` does: on a
+shared machine a slower run measures the neighbours (the CPU time of the very same run moves by
+±10 % here from one run to the next). Every run's time is printed too.
+
+Prints wall-clock messages/s (Spark work runs in other processes) and the CPU seconds of each
+best run (this process, the JVMs and the Python workers: this process's descendants and the
+cluster's processes), checks that every trail holds the same records, and the ratios against
+their targets: local[1] ≥ 70 % of replay; 2 workers ≥ 1.6× 1 worker; the driver's ceiling ≥ 10×
+replay. The load average is printed at the start and at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -226,6 +232,9 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=None,
                     help="input splits of every batch (default: msgcap's, twice the cores)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of every run, one after the other (default 3); the best of "
+                         "each is compared")
     ap.add_argument("--no-cluster", action="store_true", help="local[1] and the ceiling only")
     args = ap.parse_args()
     n = args.records
@@ -234,6 +243,8 @@ def main() -> int:
     from props.loader import load_settings
 
     load_start = os.getloadavg()[0]
+    runs: dict[str, list[tuple[float, dict[str, float]]]] = {}
+    notes: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as work:
         os.chdir(work)
         os.makedirs("dirprm")
@@ -246,44 +257,55 @@ def main() -> int:
             fh.writelines(record(i) + "\n" for i in range(min(n, 5000)))
         size_mb = os.path.getsize("messages.txt") / 1e6
         print(f"{n} one-record messages, {size_mb:.1f} MB, {os.cpu_count()} cores, "
-              f"load average {load_start:.1f} at the start")
+              f"load average {load_start:.1f} at the start, {args.rounds} rounds")
         settings = load_settings("dirprm/bench.properties")
         definitions = build_definitions(settings)
 
-        cpu = cpu_seconds()
-        figures = {"replay": replay(settings, definitions, "messages.txt")}
-        cpus = {"replay": cpu_since(cpu)}
-        reference = trail_records("dirdat/bn")
-        notes = {}
-        runs = [("local[1]", "local[1]", [])]
+        batches = [("local[1]", "local[1]", [])]
         cluster = None
         if not args.no_cluster:
             cluster = Cluster(work)
             cluster.script("start")
-            runs += [("2 workers", cluster.url, []),
-                     ("1 worker", cluster.url, [("spark.cores.max", "1")])]
+            batches += [("2 workers", cluster.url, []),
+                        ("1 worker", cluster.url, [("spark.cores.max", "1")])]
+        reference = None
         try:
-            for label, master, conf in runs:
-                out = "out-" + label.replace(" ", "-").replace("[", "").replace("]", "")
-                marker = (f"SPARK_CONF_DIR={cluster.dir}/conf\0"  # spark-cluster.sh's
-                          if cluster is not None and master == cluster.url else None)
-                wall, notes[label], cpus[label] = batch(settings, definitions, "messages.txt",
-                                                        master, out, args.partitions, conf,
-                                                        marker)
-                figures[label] = wall
-                if trail_records(f"{out}/trail/bn") != reference:
-                    notes[label] += "; TRAIL DIFFERS FROM REPLAY"
+            for _ in range(args.rounds):
+                shutil.rmtree("dirdat", ignore_errors=True)
+                cpu = cpu_seconds()
+                wall = replay(settings, definitions, "messages.txt")
+                runs.setdefault("replay", []).append((wall, cpu_since(cpu)))
+                reference = trail_records("dirdat/bn")
+                for label, master, conf in batches:
+                    out = "out-" + label.replace(" ", "-").replace("[", "").replace("]", "")
+                    shutil.rmtree(out, ignore_errors=True)
+                    shutil.rmtree(out + "-warmup", ignore_errors=True)
+                    marker = (f"SPARK_CONF_DIR={cluster.dir}/conf\0"  # spark-cluster.sh's
+                              if cluster is not None and master == cluster.url else None)
+                    wall, notes[label], cpu_used = batch(settings, definitions, "messages.txt",
+                                                         master, out, args.partitions, conf,
+                                                         marker)
+                    runs.setdefault(label, []).append((wall, cpu_used))
+                    if trail_records(f"{out}/trail/bn") != reference:
+                        notes[label] += "; TRAIL DIFFERS FROM REPLAY"
+                print(" ".join(f"{k} {v[-1][0]:.2f} s" for k, v in runs.items()), flush=True)
         finally:
             if cluster is not None:
                 cluster.script("stop")
         ceiling_s, ceiling_cpu, ops = driver_ceiling(settings, definitions, "messages.txt",
-                                        args.partitions or 8)
+                                                     args.partitions or 8)
         assert ops == n
         os.chdir("/")
 
+    best = {name: min(got, key=lambda run: run[0]) for name, got in runs.items()}
+    figures = {name: wall for name, (wall, _) in best.items()}
+    cpus = {name: cpu for name, (_, cpu) in best.items()}
+    print("best of each (all runs in brackets):")
     for name, seconds in figures.items():
         note = f"  ({notes[name]})" if name in notes else ""
-        print(f"  {name:<10} wall {seconds:7.2f} s  {n / seconds:>10,.0f} messages/s{note}")
+        every = ", ".join(f"{wall:.2f}" for wall, _ in runs[name])
+        print(f"  {name:<10} wall {seconds:7.2f} s  {n / seconds:>10,.0f} messages/s "
+              f"[{every}]{note}")
         c = cpus[name]
         print(f"  {'':<10} CPU  {sum(c.values()):7.2f} s = {sum(c.values()) / n * 1e6:5.1f} µs/message"
               f" (driver {c['driver']:.2f} s, JVMs {c['jvm']:.2f} s, Python workers "
@@ -300,8 +322,10 @@ def main() -> int:
           f"CPU: replay / local[1] = {rep_cpu / sum(cpus['local[1]'].values()):.0%}, "
           f"replay / local[1]'s Python workers = {rep_cpu / cpus['local[1]']['python']:.0%}")
     if "2 workers" in figures:
+        pairs = [one[0] / two[0]
+                 for one, two in zip(runs["1 worker"], runs["2 workers"], strict=True)]
         print(f"  2 workers / 1 worker = {figures['1 worker'] / figures['2 workers']:.2f}× "
-              "(target ≥ 1.6×)")
+              f"(target ≥ 1.6×; round by round: {', '.join(f'{p:.2f}' for p in pairs)})")
         busy = sum(cpus["2 workers"].values()) / figures["2 workers"]
         print(f"  2 workers: {busy:.2f} cores busy on average for the batch (of "
               f"{os.cpu_count()}, shared with the load)")
