@@ -288,7 +288,9 @@ def main() -> int:
                     runs.setdefault(label, []).append((wall, cpu_used))
                     if trail_records(f"{out}/trail/bn") != reference:
                         notes[label] += "; TRAIL DIFFERS FROM REPLAY"
-                print(" ".join(f"{k} {v[-1][0]:.2f} s" for k, v in runs.items()), flush=True)
+                print("  ".join(f"{k} {wall:.2f} s (CPU {sum(c.values()):.1f}, workers "
+                                f"{c['python']:.1f})" for k, [*_, (wall, c)] in runs.items()),
+                      flush=True)
         finally:
             if cluster is not None:
                 cluster.script("stop")
