@@ -291,11 +291,10 @@ class _Run:
                 self.say(f"writing {f} rows")
                 jobs.write_rows(parsed, bjob, self.final, frozenset(appender.dropped), f, uri)
         except BaseException:
-            self.order.close()
+            self.order.close()  # before the cancel: no job waiting its turn starts after it
             jobs.cancel()
             raise
         finally:
-            self.order.close()
             writer.close()
             appender.close()
             pool.shutdown(wait=True, cancel_futures=True)

@@ -333,7 +333,6 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     # the messages the true run takes as one whole transaction of one record, framed directly
     singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
     single_ops: dict[int, Op] = {}  # by id of the shape: its operation, made once
-    counts = stats.operations
     kinds, shapes = sk.kinds, sk.shapes
     columns = (iotypes, before_after, io_times, audit_pos, data)
     error: str | None = None
@@ -354,22 +353,13 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                     op = single_ops[id(shape)] = _op(tables, shape[0])
                 if kind == ONE and op.txname is None and op.txowner is None:
                     # the run of such messages from here, framed together
-                    limit = singles.find(0, index)
-                    limit = len(singles) if limit < 0 else limit
-                    if stop is not None:
-                        limit = min(limit, stop + 1)
-                    run_end = index + 1
-                    while run_end < limit and kinds[run_end] == ONE and shapes[run_end] is shape:
-                        run_end += 1
-                    done = sink.write_wholes(asm, op, run_end - index, columns, at)
+                    done = sink.write_wholes(asm, op, _run_length(sk, singles, index, stop),
+                                             columns, at)
                     if done:
                         at += done
                         taken = index + done
                         stats.messages += done
-                        stats.transactions += done
-                        key = (op.table.name, op.optype)
-                        counts[key] = counts.get(key, 0) + done
-                        stats.last_commit_us = io_times[at - 1]
+                        _committed(stats, op, done, io_times[at - 1])
                         continue
                 stats.messages += 1
                 txid, seqid = next_single(op)
@@ -385,10 +375,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                     pipeline.reject(Message("", headers, "", None, name),
                                     exc.located(name), "")
                     continue
-                stats.transactions += 1
-                key = (op.table.name, op.optype)
-                counts[key] = counts.get(key, 0) + 1
-                stats.last_commit_us = io_times[r]
+                _committed(stats, op, 1, io_times[r])
                 continue
             stats.messages += 1
             number = sk.numbers[index]
@@ -440,6 +427,29 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
                       stats, discards.found, error, fatal)
     return encoded, sink.rows, sink.tail_rows
+
+
+def _run_length(sk: Skeleton, singles: bytes, index: int, stop: int | None) -> int:
+    """How many messages from ``index`` on are taken as single transactions of the same shape
+    and kind ONE (the run ``Sink.write_wholes`` frames together), up to ``stop``."""
+    kinds, shapes = sk.kinds, sk.shapes
+    limit = singles.find(0, index)
+    limit = len(singles) if limit < 0 else limit
+    if stop is not None:
+        limit = min(limit, stop + 1)
+    shape, end = shapes[index], index + 1
+    while end < limit and kinds[end] == ONE and shapes[end] is shape:
+        end += 1
+    return end - index
+
+
+def _committed(stats: Stats, op: Op, transactions: int, commit_us: int) -> None:
+    """``transactions`` single transactions of ``op``'s shape written, the last at
+    ``commit_us``."""
+    stats.transactions += transactions
+    key = (op.table.name, op.optype)
+    stats.operations[key] = stats.operations.get(key, 0) + transactions
+    stats.last_commit_us = commit_us
 
 
 _ONE = (1,)  # the layout of a message of kind ONE: one operation of one record

@@ -395,7 +395,7 @@ class _Pass1:
         kinds, numbers, refs = self.kinds, self.numbers, self.refs
         seen, distinct = self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
-        single, add, fresh_singles = fresh.asm.take_single, fresh.asm.add, fresh.singles
+        single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
         first_id: tuple[int, str] | None = None
         with no_gc():
@@ -445,10 +445,7 @@ class _Pass1:
                         try:
                             if single(message, op):
                                 fresh.txns += 1
-                                if len(fresh_singles) == index:
-                                    fresh_singles.append(1)
-                                else:
-                                    fresh.single(index)
+                                fresh.single(index)
                             else:
                                 fresh.txns += len(add(message, ops).completed)
                         except MessageError:
