@@ -254,8 +254,10 @@ class Capture:
         release it with a group, and end the group when it is due."""
         released = False
         for done, position in result.written:
-            self._done.extend(done.messages)
-            released = released or any(m is message for m in done.messages)
+            listed = done.messages
+            self._done.extend(listed)
+            if not released and listed:  # the message that ends a transaction is its last
+                released = listed[-1] is message or any(m is message for m in listed)
             self._group_txs += 1
             self._count_bytes(position)
         if result.ack_now:

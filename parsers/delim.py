@@ -111,9 +111,9 @@ class Dialect:
         # one-line quoted bodies: one csv.reader kept, fed a line at a time (see _csv_line)
         self._csv_feed: list[str] = []
         self._csv_reader = self._line_reader()
-        # one_line(body): the values of a non-empty body without line delimiter that
-        # ``str.split`` or ``csv.reader`` reads (a message per record, the common case), the same
-        # ``split`` returns as its one record; None: use ``split``.
+        # one_line(body): the values of a one-record body (no line delimiter but an optional
+        # final one) that ``str.split`` or ``csv.reader`` reads (a message per record, the
+        # common case), the same ``split`` returns as its one record; None: use ``split``.
         self.one_line = self._one_line_function()
 
     def _tokenizer(self, escapes: list[str]) -> re.Pattern[str]:
@@ -153,32 +153,44 @@ class Dialect:
 
     def _one_line_function(self) -> Callable[[str], Record | None]:
         """``one_line`` with the dialect's settings bound once."""
-        linedelim, quote, fielddelim = self.linedelim, self.quote, self.fielddelim
+        linedelim, quote, fielddelim, crlf = self.linedelim, self.quote, self.fielddelim, self.crlf
         scan_escapes, scan_unquoted = self._scan_escapes, self._scan_unquoted
         plain, unescaper, csv_line = self._plain_escapes, self._unescaper, self._csv_line
         null = "" if self.nullindicator is None else self.nullindicator
         if self._always_scan:
             return lambda body: None
+        # a final line delimiter is cut off, unless it could be part of a quote or an escape
+        cut_final = not (set(linedelim) & set(quote)) and not any(
+            set(linedelim) & set(seq) for seq in scan_escapes)
+        end = len(linedelim)
 
         def one_line(body: str) -> Record | None:
-            if not body or linedelim in body:
+            line = body
+            at = body.find(linedelim)
+            if at >= 0:  # only a final one, as a message of one record ends
+                if not cut_final or at != len(body) - end:
+                    return None
+                line = body[:at]
+                if crlf and line.endswith("\r"):
+                    return None
+            if not line:
                 return None
-            if quote in body:
+            if quote in line:
                 for seq in scan_escapes:
-                    if seq in body:
+                    if seq in line:
                         return None
-                values: Record | None = csv_line(body)
+                values: Record | None = csv_line(line)
                 if values is None:
                     return None
             else:
                 for seq in scan_unquoted:
-                    if seq in body:
+                    if seq in line:
                         return None
-                values = cast(Record, body.split(fielddelim))
-            if (null in body if null else True) and null in values:  # the text first: C speed
+                values = cast(Record, line.split(fielddelim))
+            if (null in line if null else True) and null in values:  # the text first: C speed
                 values = [None if v == null else v for v in values]
             if plain:
-                unescape = unescaper(body, plain)
+                unescape = unescaper(line, plain)
                 if unescape is not None:
                     values = [unescape(v) if v is not None else None for v in values]
             return values

@@ -93,17 +93,19 @@ DIALECTS = [
     Dialect(fielddelim="|", fielddelim_escaped="\\|", quote="'", quote_escaped="\\'"),
     Dialect(fielddelim=",", linedelim="\n", fielddelim_escaped="$,"),
     Dialect(fielddelim=",\n", linedelim="\n"),
+    Dialect(linedelim="\n", linedelim_escaped="$\n", nullindicator="NULL"),
+    Dialect(linedelim="|\n"),
 ]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.sampled_from(range(len(DIALECTS))), BODY_CHARS)
-def test_one_line_equals_the_one_record_split_gives(which, body):
-    dialect = DIALECTS[which]
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(range(len(DIALECTS))), BODY_CHARS, st.sampled_from(["", "\n", "\r\n"]))
+def test_one_line_equals_the_one_record_split_gives(which, text, end):
+    dialect, body = DIALECTS[which], text + end
     values = dialect.one_line(body)
     if values is None:
         return
-    assert "\n" not in body
+    assert dialect.linedelim not in body.removesuffix(dialect.linedelim)
     assert dialect.split(body) == [values]
 
 
@@ -120,8 +122,11 @@ def test_one_line_reader_recovers_after_an_unfinished_or_bad_line():
 def test_one_line_declines_what_needs_split():
     d = Dialect(nullindicator="NULL")
     assert d.one_line("a,NULL,c") == ["a", None, "c"]
-    for body in ("", "a\nb", "a,b\n", '"a""b"', '"a\r",b', '"NULL",b'):
+    for body in ("", "\n", "a\nb", "a,b\n\n", "a,b\r\n", '"a""b"', '"a\r",b', '"NULL",b'):
         assert d.one_line(body) is None
+    assert d.one_line("a,b\n") == ["a", "b"]  # a final line delimiter ends the one record
+    assert d.one_line('a,"b,c"\n') == ["a", "b,c"]
+    assert Dialect(linedelim="\n", linedelim_escaped="$\n").one_line("a$\n") is None
     assert d.one_line('"a,b",c') == ["a,b", "c"]
     assert Dialect(fielddelim_escaped="$,").one_line("a$,b") is None  # shares the delimiter
     assert Dialect(nullindicator="N", nullindicator_escaped="~N~").one_line("~N~,N") == [
