@@ -11,11 +11,15 @@ For each broker (a private one started by ``scripts/<broker>.sh`` on a free loop
    message (``client-individual``, ``conn.ack`` per message, same prefetch): the baseline;
 2. queues the same N messages on a fresh queue and runs ``msgcap run --max-idle`` on them with
    ``trail.sync=batch`` (fsync per group), the default ``jms.ack=client`` (one cumulative ACK
-   per durable group) and ``jms.ack.batch`` (``--ack-batch``): the capture.
+   per durable group) and ``jms.ack.batch`` (``--ack-batch``): the capture;
+3. for scale, queues them once more and drains them with a stomp.py consumer that does nothing
+   but acknowledge cumulatively every ``--ack-batch`` messages (``client``): about what the
+   broker delivers to one stomp.py subscription on this machine, with no parsing and no trail.
 
-Both rates are measured from the subscription to the last message (bare: its ACK; capture: the
-last durable checkpoint). Prints messages/s, the ratio (target >= 1.5x with the 200k backlog of
-issue 14, the default) and the capture's peak RSS (target < 100 MB).
+The rates are measured from the subscription to the last message (consumers: its ACK; capture:
+the last durable checkpoint). Prints messages/s, the ratio (target >= 1.5x with the 200k backlog
+of issue 14, the default), the capture's share of the do-nothing consumer's rate and its peak
+RSS (target < 100 MB).
 """
 
 from __future__ import annotations
@@ -86,8 +90,9 @@ def fill(url: str, dest: str, n: int) -> float:
     return elapsed
 
 
-def bare_consumer(url: str, dest: str, n: int, prefetch: int) -> float:
-    """client-individual, one ACK per message, a queue between receiver thread and consumer
+def bare_consumer(url: str, dest: str, n: int, prefetch: int, ack_every: int = 0) -> float:
+    """client-individual, one ACK per message (``ack_every`` > 0: ``client``, one cumulative
+    ACK per ``ack_every`` messages and the last), a queue between receiver thread and consumer
     (as msgcap does); returns messages/s from SUBSCRIBE to the last ACK."""
     frames: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -97,12 +102,13 @@ def bare_consumer(url: str, dest: str, n: int, prefetch: int) -> float:
 
     conn = connect(url, Listener(), heartbeats=(10000, 10000))
     started = time.monotonic()
-    conn.subscribe(dest, id="1", ack="client-individual",
+    conn.subscribe(dest, id="1", ack="client" if ack_every else "client-individual",
                    headers={"activemq.prefetchSize": str(prefetch),
                             "prefetch-count": str(prefetch)})
-    for _ in range(n):
+    for i in range(1, n + 1):
         frame = frames.get(timeout=120)
-        conn.ack(frame.headers["ack"])
+        if not ack_every or i % ack_every == 0 or i == n:
+            conn.ack(frame.headers["ack"])
     elapsed = time.monotonic() - started
     conn.disconnect()
     return n / elapsed
@@ -154,9 +160,11 @@ def capture(url: str, dest: str, n: int, prefetch: int, ack_batch: int,
 
 
 def measure(url: str, n: int, prefetch: int, ack_batch: int,
-            home: Path) -> tuple[float, float, float]:
-    """(bare messages/s, capture messages/s, capture peak RSS MB) on the broker at ``url``."""
+            home: Path) -> tuple[float, float, float, float]:
+    """(bare messages/s, capture messages/s, capture peak RSS MB, do-nothing consumer
+    messages/s) on the broker at ``url``."""
     q1, q2 = f"/queue/bench-bare-{uuid.uuid4().hex}", f"/queue/bench-cap-{uuid.uuid4().hex}"
+    q3 = f"/queue/bench-idle-{uuid.uuid4().hex}"
     fill_s = fill(url, q1, n)
     print(f"  queued {n} persistent messages in {fill_s:.1f} s ({n / fill_s:,.0f}/s)")
     bare = bare_consumer(url, q1, n, prefetch)
@@ -167,7 +175,11 @@ def measure(url: str, n: int, prefetch: int, ack_batch: int,
           f"{ack_batch}): {rate:,.0f} messages/s, peak RSS {rss:.0f} MB")
     print(f"  capture / bare = {rate / bare:.2f}x (target >= 1.5x), peak RSS "
           f"{'<' if rss < 100 else '>='} 100 MB")
-    return bare, rate, rss
+    fill(url, q3, n)
+    idle = bare_consumer(url, q3, n, prefetch, ack_every=ack_batch)
+    print(f"  do-nothing stomp.py consumer (client, ACK per {ack_batch}): {idle:,.0f} messages/s;"
+          f" the capture reaches {rate / idle:.0%} of it")
+    return bare, rate, rss, idle
 
 
 def main() -> None:
@@ -204,9 +216,9 @@ def main() -> None:
                     subprocess.run(["bash", str(script), "stop"], env=broker_env, check=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for kind, bare, rate, rss in figures:
+    for kind, bare, rate, rss, idle in figures:
         print(f"{kind}: bare {bare:,.0f}/s, msgcap run {rate:,.0f}/s, {rate / bare:.2f}x, "
-              f"peak RSS {rss:.0f} MB")
+              f"peak RSS {rss:.0f} MB; do-nothing consumer {idle:,.0f}/s ({rate / idle:.0%})")
 
 
 if __name__ == "__main__":
