@@ -256,8 +256,8 @@ class Capture:
         for done, position in result.written:
             listed = done.messages
             self._done.extend(listed)
-            if not released and listed:  # the message that ends a transaction is its last
-                released = listed[-1] is message or any(m is message for m in listed)
+            if not released:  # the message that ends a transaction is its last: seen first
+                released = any(m is message for m in reversed(listed))
             self._group_txs += 1
             self._count_bytes(position)
         if result.ack_now:
