@@ -5,9 +5,10 @@
 1. lists the inputs and cuts them into scans (``inputs``); compiles the parser's plan, here,
    once (``Job`` is broadcast to the tasks);
 2. runs pass 1 over every partition (``parse``, one job), keeping the results in Spark; only
-   the segments' summaries come back;
+   the segments' summaries come back, each partition's as soon as its task ends;
 3. plans the segments in order (``plan.Planner``), submitting each partition's pass 2
-   (``encode``, one job per partition) as soon as its plans are made;
+   (``encode``, one job per partition) as soon as its plans are made, while pass 1 still runs
+   for later partitions;
 4. appends the framed bytes as they come back, in order, with the one ``TrailWriter`` of this
    process; at most ``window`` partitions' bytes wait for it;
 5. writes ``--format`` rows with Spark's own writers, then renames the outputs into place: a
@@ -28,6 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
@@ -283,7 +285,7 @@ class _Run:
         writer.open()
         try:
             self.say(f"parsing {len(job.files)} input files in {n} splits")
-            error = self._loop(n)
+            error = self._loop()
             writer.flush_durable()
             if error is not None:
                 raise error
@@ -305,8 +307,8 @@ class _Run:
         result.most_held = self.most_held
         return result
 
-    def _loop(self, n: int) -> MsgcapError | None:
-        """Steps 2–4 for partitions 0…n-1; the error that stops the job, if any."""
+    def _loop(self) -> MsgcapError | None:
+        """Steps 2–4 for every partition; the error that stops the job, if any."""
         jobs, parsed = self.jobs, self.parsed
         self.planner = planner = Planner(self.job.rules, self.job.policy, self.job.files)
         self.final: dict[SegmentKey, Plan] = {}
@@ -314,30 +316,31 @@ class _Run:
         self.most_held = 0
         self.queue: deque[tuple[int, dict[SegmentKey, Plan], Future[list[Framed]], int]] = (
             deque())
-        every = jobs.summaries(parsed)
-        self.say("assembling transactions")
         last: SegmentKey | None = None
-        for p in range(n):
-            plans: dict[SegmentKey, Plan] = {}
-            for s in sorted(every[p], key=lambda s: s.key):
-                if last is not None and s.key <= last:
-                    raise SourceError(f"Spark read the inputs out of order ({s.key} after "
-                                      f"{last})")
-                last = s.key
-                plan = planner.plan(s, partial(jobs.skeleton, parsed, p, s.key))
-                if self.shift:
-                    plan = plan.moved(plan.txnum - self.shift, plan.head_error)
-                plans[s.key] = plan
+        with closing(jobs.summaries(parsed)) as every:  # closed early: pass 1 stops
+            for p, found in enumerate(every):
+                if p == 0:
+                    self.say("assembling transactions")
+                plans: dict[SegmentKey, Plan] = {}
+                for s in sorted(found, key=lambda s: s.key):
+                    if last is not None and s.key <= last:
+                        raise SourceError(f"Spark read the inputs out of order ({s.key} after "
+                                          f"{last})")
+                    last = s.key
+                    plan = planner.plan(s, partial(jobs.skeleton, parsed, p, s.key))
+                    if self.shift:
+                        plan = plan.moved(plan.txnum - self.shift, plan.head_error)
+                    plans[s.key] = plan
+                    if planner.stopped:
+                        break
+                if plans:
+                    self._submit(p, plans)
+                while len(self.queue) > self.window:
+                    error = self._append_next()
+                    if error is not None:
+                        return error
                 if planner.stopped:
                     break
-            if plans:
-                self._submit(p, plans)
-            while len(self.queue) > self.window:
-                error = self._append_next()
-                if error is not None:
-                    return error
-            if planner.stopped:
-                break
         self.say(f"encoding {len(self.final) + sum(len(q[1]) for q in self.queue)} segments")
         while self.queue:
             error = self._append_next()

@@ -17,7 +17,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import CancelledError
 from typing import Any, Self, TextIO
 
@@ -31,6 +31,8 @@ from props.errors import MsgcapError, SourceError
 
 _GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
 _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$")
+# Seconds between looks at pass 1's summaries while its job runs
+SUMMARY_POLL = 0.005
 
 
 class SparkJobError(MsgcapError):
@@ -332,15 +334,49 @@ class SparkJobs:
         return source.mapPartitionsWithIndex(run, preservesPartitioning=True).persist(
             StorageLevel.MEMORY_AND_DISK)
 
-    def summaries(self, parsed: Any) -> list[list[Summary]]:
-        """Pass 1 over every partition (one job, run in the JVM: the kept results are not
-        read back by Python): each partition's segment summaries, from the accumulator."""
+    def summaries(self, parsed: Any) -> Generator[list[Summary], None, None]:
+        """Each partition's segment summaries, in partition order, as soon as its pass-1 task
+        has finished. Pass 1 is one job over every partition, a count run in the JVM (the kept
+        results are not read back by Python) from a thread of its own: the driver plans and
+        submits the first partitions' pass 2 while the last ones are still parsed, so no
+        executor waits for pass 1's slowest task. Closed early, it cancels pass 1."""
+        from pyspark import InheritableThread
+
+        group = f"msgcap-pass1-{uuid.uuid4().hex[:12]}"
+        ended = threading.Event()
+        failed: list[BaseException] = []
+
+        def count() -> None:
+            try:
+                self.sc.setJobGroup(group, "msgcap batch, pass 1")
+                parsed._jrdd.count()
+            except BaseException as exc:  # noqa: BLE001 - raised in the driver's thread
+                failed.append(exc)
+            finally:
+                ended.set()
+
+        thread = InheritableThread(target=count, name="batch-pass-1", daemon=True)
+        thread.start()
         try:
-            parsed._jrdd.count()
-        except self._failures as exc:
-            raise task_failure(exc) from None
-        got = dict(self._summaries.value)  # a partition computed twice: the same summaries
-        return [got[i] for i in range(parsed.getNumPartitions())]
+            for p in range(parsed.getNumPartitions()):
+                while True:
+                    over = ended.is_set()  # the job returns after its last update is in
+                    # a partition computed twice: the same summaries
+                    got = dict(self._summaries.value)
+                    if p in got or over:
+                        break
+                    ended.wait(SUMMARY_POLL)
+                if p not in got:
+                    if failed and isinstance(failed[0], self._failures):
+                        raise task_failure(failed[0]) from None
+                    if failed:
+                        raise failed[0]
+                    raise SparkJobError(f"pass 1 reported no summaries for split {p}")
+                yield got[p]
+        finally:
+            if not ended.is_set():
+                self.sc.cancelJobGroup(group)
+            thread.join()
 
     def skeleton(self, parsed: Any, partition: int, key: SegmentKey) -> Skeleton:
         def pick(it: Any) -> list[bytes]:

@@ -10,6 +10,7 @@ import threading
 import time
 from concurrent.futures import CancelledError
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -413,3 +414,61 @@ def test_pass_two_jobs_reach_spark_in_queue_order(local_spark):
     order.close()
     thread.join(60)
     assert failed and order.job_ids(waiting) == []
+
+
+def _gated_pass_one(spark, tmp_path: Path, monkeypatch) -> tuple[SparkJobs, Any, Path, Path]:
+    """The delimited example's pass 1 in three splits, kept, whose last split waits (up to 30
+    s) for a file ``go`` before it is parsed and touches ``done`` when it ends."""
+    from gendef.build import build_definitions
+    from msgcap.batch.parse import Job
+    from parsers.base import build_parser
+
+    copy_example("delimited", tmp_path, monkeypatch)
+    settings = load_settings(DELIM_PROP)
+    definitions = build_definitions(settings)
+    jobs = SparkJobs(spark)
+    files = jobs.list_inputs(["messages.jsonl"], lines=False)
+    scans = plan_scans(files, block=block_size(files, target=3, cap=None))
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files, scans,
+                     rows=False, time_base=0)
+    source, kinds = jobs.source(files, scans)
+    last = source.getNumPartitions() - 1
+    go, done = tmp_path / "go", tmp_path / "done"
+
+    def gate(i, items):
+        if i == last:
+            deadline = time.monotonic() + 30
+            while not go.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        yield from items
+        if i == last:
+            done.touch()
+
+    gated = source.mapPartitionsWithIndex(gate, preservesPartitioning=True)
+    return jobs, jobs.parse(gated, kinds, jobs.broadcast(job)), go, done
+
+
+def test_summaries_come_as_each_pass_one_task_ends(local_spark, tmp_path, monkeypatch):
+    """The driver gets a split's summaries as soon as its pass-1 task ends, not when the whole
+    pass ends: the first split is planned (and its pass 2 submitted) while the last one is still
+    parsed, so no executor waits for pass 1's slowest task."""
+    jobs, parsed, go, done = _gated_pass_one(local_spark, tmp_path, monkeypatch)
+    every = jobs.summaries(parsed)
+    first = next(every)
+    assert first and not done.exists()  # the last split has not been parsed yet
+    go.touch()
+    rest = list(every)
+    assert done.exists() and len(rest) == parsed.getNumPartitions() - 1 and all(rest)
+    keys = [s.key for found in [first, *rest] for s in found]
+    assert keys == sorted(keys)
+
+
+def test_summaries_closed_early_cancel_pass_one(local_spark, tmp_path, monkeypatch):
+    """A driver that stops planning (an error, a stop under abend) closes the summaries: the
+    pass-1 job still running is cancelled, not left to finish."""
+    jobs, parsed, go, done = _gated_pass_one(local_spark, tmp_path, monkeypatch)
+    every = jobs.summaries(parsed)
+    assert next(every)
+    every.close()  # returns once the pass-1 job has ended
+    assert not done.exists() and not go.exists()
+    assert local_spark.sparkContext.statusTracker().getActiveJobsIds() == []

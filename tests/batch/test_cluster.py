@@ -96,6 +96,16 @@ def _python_workers(cluster_dir: Path) -> list[tuple[int, int]]:
     return [(pid, ticks) for pid, (ppid, ticks) in found.items() if ppid in found]
 
 
+def _marker_job(sc, name: str) -> int:
+    """The id of a job run now (job ids grow), in a job group of its own thread."""
+    marker = threading.Thread(target=lambda: (sc.setJobGroup(name, "a marker job"),
+                                              sc.parallelize([0], 1).count()))
+    marker.start()
+    marker.join(120)
+    (job,) = sc.statusTracker().getJobIdsForGroup(name)
+    return job
+
+
 def test_killed_python_worker_is_retried(cluster_spark, sessions: Sessions, tmp_path,
                                          monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
@@ -104,7 +114,7 @@ def test_killed_python_worker_is_retried(cluster_spark, sessions: Sessions, tmp_
     assert sessions.cluster is not None
     cluster_dir = sessions.cluster.dir
     sc = cluster_spark.sparkContext
-    jobs_before = set(sc.statusTracker().getJobIdsForGroup())
+    before = _marker_job(sc, "before")
     outcome: list[BaseException | None] = []
 
     def batch() -> None:
@@ -134,7 +144,7 @@ def test_killed_python_worker_is_retried(cluster_spark, sessions: Sessions, tmp_
     assert trail_view("out/trail/sa") == trail_view("dirdat/sa")
     tracker = sc.statusTracker()
     failed = 0
-    for job in set(tracker.getJobIdsForGroup()) - jobs_before:
+    for job in range(before + 1, _marker_job(sc, "after")):  # the batch's, in any job group
         info = tracker.getJobInfo(job)
         for stage in info.stageIds if info else ():
             stage_info = tracker.getStageInfo(stage)
