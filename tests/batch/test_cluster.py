@@ -106,6 +106,18 @@ def _marker_job(sc, name: str) -> int:
     return job
 
 
+def _wait_idle_workers(cluster_dir: Path) -> None:
+    """Wait until no Python worker's CPU time moves over 0.2 s."""
+    last = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        now = _python_workers(cluster_dir)
+        if now == last:
+            return
+        last = now
+        time.sleep(0.2)
+
+
 def test_killed_python_worker_is_retried(cluster_spark, sessions: Sessions, tmp_path,
                                          monkeypatch, capsys):
     copy_example("delimited", tmp_path, monkeypatch)
@@ -115,6 +127,7 @@ def test_killed_python_worker_is_retried(cluster_spark, sessions: Sessions, tmp_
     cluster_dir = sessions.cluster.dir
     sc = cluster_spark.sparkContext
     before = _marker_job(sc, "before")
+    _wait_idle_workers(cluster_dir)  # the marker's worker is not taken for the batch's
     outcome: list[BaseException | None] = []
 
     def batch() -> None:
