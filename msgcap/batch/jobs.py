@@ -350,6 +350,8 @@ class SparkJobs:
             try:
                 self.sc.setJobGroup(group, "msgcap batch, pass 1")
                 parsed._jrdd.count()
+            except self._failures as exc:
+                failed.append(task_failure(exc))
             except BaseException as exc:  # noqa: BLE001 - raised in the driver's thread
                 failed.append(exc)
             finally:
@@ -367,11 +369,8 @@ class SparkJobs:
                         break
                     ended.wait(SUMMARY_POLL)
                 if p not in got:
-                    if failed and isinstance(failed[0], self._failures):
-                        raise task_failure(failed[0]) from None
-                    if failed:
-                        raise failed[0]
-                    raise SparkJobError(f"pass 1 reported no summaries for split {p}")
+                    raise failed[0] if failed else SparkJobError(
+                        f"pass 1 reported no summaries for split {p}")
                 yield got[p]
         finally:
             if not ended.is_set():
