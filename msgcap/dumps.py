@@ -216,22 +216,32 @@ def split_lines(data: bytes) -> list[str] | list[str | bytes]:
     """The bodies of the lines of ``data`` (split at ``\\n``, a final ``\\r`` removed; empty
     ones kept, so that indexes count lines), as text-lines dumps read them.
 
-    ``data`` that is valid UTF-8 is decoded at once (its lines are then valid too, as ``\\n``
-    never occurs inside a UTF-8 sequence); otherwise each line is decoded alone, and an invalid
-    one stays bytes.
+    A text-lines dump is UTF-8 text by its form (§13), as JSON Lines are: ``data`` is decoded
+    at once (its lines are then valid too, as ``\\n`` never occurs inside a UTF-8 sequence).
+    When it is not valid UTF-8 each line is decoded alone, and a line that is not text stays
+    the bytes it is (for a parser that reads a code page). A record with binary fields is no
+    line (its bytes may hold a line end): it comes one file per message or as ``body_b64``.
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return [text_or_bytes(raw[:-1] if raw[-1:] == b"\r" else raw) for raw in data.split(b"\n")]
+        return [_line_text(raw[:-1] if raw[-1:] == b"\r" else raw) for raw in data.split(b"\n")]
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line[-1:] == "\r" else line for line in lines]
     return lines
 
 
+def _line_text(raw: bytes) -> str | bytes:
+    """One line of a text-lines dump that is not all UTF-8: its text, or its bytes if not."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def read_whole_file(path: str) -> Message:
-    """One file, one message: id = file name, body = the bytes (text when valid UTF-8)."""
+    """One file, one message: id = file name, body = the file's bytes."""
     with _open(path, "rb") as fh:
         data = fh.read()
     return whole_file_message(path, data)
@@ -239,7 +249,7 @@ def read_whole_file(path: str) -> Message:
 
 def whole_file_message(path: str, data: bytes) -> Message:
     """The message of a one-message file named ``path`` holding ``data``."""
-    return Message(os.path.basename(path), {}, text_or_bytes(data), None, path)
+    return Message(os.path.basename(path), {}, data, None, path)
 
 
 def message_from_entry(obj: Any, where: str) -> Message:
@@ -273,18 +283,16 @@ def message_from_entry(obj: Any, where: str) -> Message:
 def entry(message: Message, *, id: str | None = None, **extra: Any) -> dict[str, Any]:
     """The dump entry of a message; ``id`` overrides the message's (e.g. the raw source id).
 
-    Bytes that are valid UTF-8 are written as ``body``, others as ``body_b64`` (§13). ``extra``
-    keys (``received`` for the archive) follow the standard ones.
+    A text body is written as ``body``, bytes as ``body_b64`` (§13): what the transport said,
+    not what the bytes look like. ``extra`` keys (``received`` for the archive) follow the
+    standard ones.
     """
     out: dict[str, Any] = {"id": message.id if id is None else id, "headers": message.headers}
     body = message.body
-    if isinstance(body, bytes):
-        try:
-            out["body"] = body.decode("utf-8")
-        except UnicodeDecodeError:
-            out["body_b64"] = base64.b64encode(body).decode("ascii")
-    else:
+    if isinstance(body, str):
         out["body"] = body
+    else:
+        out["body_b64"] = base64.b64encode(body).decode("ascii")
     out.update(extra)
     return out
 
@@ -307,14 +315,6 @@ def write_jsonl(path: str, messages: Iterable[Message]) -> int:
             fh.write(entry_line(message))
             count += 1
     return count
-
-
-def text_or_bytes(data: bytes) -> str | bytes:
-    """A body as §13 reads it: text when the bytes are valid UTF-8, else the bytes."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data
 
 
 def _open(path: str, mode: str) -> IO[Any]:

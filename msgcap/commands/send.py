@@ -2,8 +2,9 @@
 
 For demos, tests and load (properties.md §13): each dump entry is sent with its headers to
 ``jms.destination`` on the first reachable ``jms.url`` broker, persistent unless the entry says
-otherwise. Text bodies go without ``content-length`` (JMS TextMessage), ``body_b64`` bodies with
-it (BytesMessage). Every ``RECEIPT_EVERY``-th frame and the last one ask for a receipt (without
+otherwise. Text bodies go without ``content-length`` (JMS TextMessage), bytes (``body_b64``
+entries, one-message files) with it (BytesMessage): a body's kind is what the dump says, never
+what its bytes look like. Every ``RECEIPT_EVERY``-th frame and the last one ask for a receipt (without
 waiting for it), so when the command returns the broker has every message, and when the broker
 fails part-way the error says how many it confirmed: ``--skip N`` resends from there without
 duplicating them. With ``jms.url=dir:PATH`` each message becomes a ``.msg.json`` file (temporary

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from gendef.durable import fsync_dir
-from msgcap.dumps import message_from_entry, text_or_bytes
+from msgcap.dumps import message_from_entry
 from msgcap.sources.base import Source, Unreadable
 from parsers.model import Message
 from props.errors import MessageError, SourceError
@@ -201,12 +201,12 @@ class SpoolSource(Source):
                 entry = message_from_entry(json.loads(data), path)
             except (ValueError, SourceError) as exc:  # ValueError: bad JSON or UTF-8
                 self._inflight.add(name)
-                raise Unreadable(Message(name, headers, text_or_bytes(data), name, path),
+                raise Unreadable(Message(name, headers, data, name, path),
                                  MessageError(f"not a JSON message: {exc}", source=path)) \
                     from None
             headers.update(entry.headers)
             return Message(entry.id, headers, entry.body, name, path)
-        return Message(name, headers, text_or_bytes(data), name, path)
+        return Message(name, headers, data, name, path)
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         if not done and not discarded:

@@ -19,9 +19,11 @@
   too. The capture takes all that is there at once (``receive_many``). Reconnecting (next
   ``jms.url`` entry, ``Backoff``) and re-subscribing happen in ``receive_many`` on the capture
   thread, which then raises ``Redelivery``.
-* Bodies stay bytes until we decide: ActiveMQ sends ``content-length`` for BytesMessages only, so
-  a frame without it is a TextMessage and is decoded as UTF-8; other brokers send it always, and
-  a body is text when it is valid UTF-8 (as in the spool source).
+* A body is text only where the transport says so, never because its bytes look like UTF-8 (a
+  binary record can): ActiveMQ sends ``content-length`` for BytesMessages only, so a frame
+  without it is a TextMessage; other brokers send it always, and there a ``content-type`` of
+  ``text/*`` says text (in its ``charset``, UTF-8 by default, as STOMP 1.2 has it). Anything
+  else stays bytes, for the parser to decode with its declared encoding.
 * An ``ERROR`` frame in answer to CONNECT (authentication, protocol) stops capture, except
   "client-id already connected": the broker still holds our previous connection, whose
   unacknowledged messages it has not yet put back; we wait (back-off) so that they are
@@ -556,19 +558,35 @@ class StompSource(Source):
 
 def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: bool) -> Message:
     """A MESSAGE frame's ``Message``: the delivery headers (``_DELIVERY_HEADERS``) taken out of
-    ``headers``, the body text unless it is bytes (``always_sized``: the broker sends
-    ``content-length`` with text too)."""
+    ``headers``, the body text where the frame says it is (``always_sized``: the broker sends
+    ``content-length`` with text too, so only ``content-type`` can say it)."""
     sized = headers.pop("content-length", None) is not None
     ack_id = headers.pop("ack", None)
     headers.pop("subscription", None)
     text: str | bytes = body
-    if not sized or always_sized:
+    charset = text_charset(headers.get("content-type")) if always_sized else None
+    if charset is not None or not sized:
         try:  # noqa: SIM105 - per message: cheaper than contextlib.suppress
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
+            text = body.decode(charset or "utf-8")
+        except (UnicodeDecodeError, LookupError):
+            pass  # not the text it claims to be: the bytes, for the parser to judge
     message_id = headers.get("message-id", "")
     return Message(message_id, headers, text, _Delivery(epoch, ack_id or message_id), None)
+
+
+def text_charset(content_type: str | None) -> str | None:
+    """The character set of a ``text/*`` content type (UTF-8 when it names none, as STOMP 1.2
+    says), None for any other type or none at all."""
+    if content_type is None:
+        return None
+    kind, _, params = content_type.partition(";")
+    if not kind.strip().lower().startswith("text/"):
+        return None
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
 
 
 _ESCAPED = re.compile(r"\\.")
@@ -809,14 +827,19 @@ _NOT_SENT = frozenset(("message-id", "destination", "timestamp", "redelivered", 
 
 def frame_of(message: Any) -> tuple[bytes, dict[str, str]]:
     """The body and SEND headers of a message: persistent unless it says otherwise; a text body
-    without ``content-length`` (a JMS TextMessage), bytes with it (a BytesMessage)."""
+    without ``content-length`` (a JMS TextMessage) and with a ``text/plain`` content type (what
+    tells text on brokers that size every frame), bytes with ``content-length`` (a
+    BytesMessage)."""
     headers = {k: v for k, v in message.headers.items() if k.lower() not in _NOT_SENT}
     headers.setdefault("persistent", "true")
     body = message.body
-    if isinstance(body, bytes):
-        headers["content-length"] = str(len(body))
-        return body, headers
-    return body.encode("utf-8"), headers
+    if isinstance(body, str):
+        charset = text_charset(headers.get("content-type"))
+        if charset is None:
+            charset, headers["content-type"] = "utf-8", "text/plain;charset=utf-8"
+        return body.encode(charset), headers
+    headers["content-length"] = str(len(body))
+    return bytes(body), headers
 
 
 def set_tls(conn: Any, endpoint: Endpoint, files: TlsFiles) -> None:

@@ -53,11 +53,12 @@ def test_text_lines(tmp_path):
     assert all(m.headers == {} for m in msgs)
 
 
-def test_one_message_per_file(tmp_path):
+def test_one_message_per_file_is_its_bytes(tmp_path):
+    """The whole file, as bytes, even when they are valid UTF-8 (a file says nothing of text)."""
     p = tmp_path / "0001.msg"
     p.write_text("a\nb\n")
     (m,) = dumps.read_dump(str(p))
-    assert (m.id, m.body, m.origin) == ("0001.msg", "a\nb\n", str(p))
+    assert (m.id, m.body, m.origin) == ("0001.msg", b"a\nb\n", str(p))
 
 
 def test_expand_inputs_order_globs_and_errors(tmp_path):
@@ -76,16 +77,18 @@ def test_expand_inputs_order_globs_and_errors(tmp_path):
 
 
 def test_entry_round_trip(tmp_path):
+    """Text stays text and bytes stay bytes, valid UTF-8 or not (§13: what the transport said)."""
     msgs = [Message("a", {"h": "v"}, "text ü"), Message("b", {}, b"\xf1\xf2"),
             Message("c", {}, b"utf8 bytes")]
     p = tmp_path / "out.jsonl"
     assert dumps.write_jsonl(str(p), msgs) == 3
     lines = p.read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[1]) == {"id": "b", "headers": {}, "body_b64": "8fI="}
+    assert json.loads(lines[2]) == {"id": "c", "headers": {}, "body_b64": "dXRmOCBieXRlcw=="}
     assert "ü" in lines[0]
     back = list(dumps.read_dump(str(p)))
     assert [(m.id, m.headers, m.body) for m in back] == [
-        ("a", {"h": "v"}, "text ü"), ("b", {}, b"\xf1\xf2"), ("c", {}, "utf8 bytes")]
+        ("a", {"h": "v"}, "text ü"), ("b", {}, b"\xf1\xf2"), ("c", {}, b"utf8 bytes")]
     assert json.loads(dumps.entry_line(msgs[0], id="raw", received="now")) == {
         "id": "raw", "headers": {"h": "v"}, "body": "text ü", "received": "now"}
 
