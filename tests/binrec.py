@@ -50,10 +50,9 @@ class Field:
             return "".join(rng.choice("ABCXYZ019 -.") for _ in range(self.digits)).rstrip() or "A"
         top = 10 ** self.digits - 1
         if self.usage == "comp":  # the whole binary range the PIC allows
-            if rng.random() < 0.5:
-                fitting = [v for v in UTF8_LOOKING if v <= top]
-                if fitting:
-                    return rng.choice(fitting)
+            fitting = [v for v in UTF8_LOOKING if v <= top]
+            if fitting and rng.random() < 0.5:
+                return rng.choice(fitting)
         value = rng.randint(0, top)
         return -value if self.signed and rng.random() < 0.5 else value
 
