@@ -258,6 +258,7 @@ def message_from_entry(obj: Any, where: str) -> Message:
     has_body, has_b64 = "body" in obj, "body_b64" in obj
     if has_body == has_b64:
         raise SourceError('exactly one of "body" and "body_b64" is needed', url=where)
+    body: str | bytes
     if has_body:
         body = obj["body"]
         if not isinstance(body, str):
@@ -267,7 +268,23 @@ def message_from_entry(obj: Any, where: str) -> Message:
             body = binascii.a2b_base64(obj["body_b64"], strict_mode=True)
         except (binascii.Error, TypeError, ValueError):
             raise SourceError('"body_b64" is not valid Base64', url=where) from None
+    texts: list[str] = [ident, *headers, *headers.values()]
+    if isinstance(body, str):
+        texts.append(body)
+    if not all(t.isascii() or _is_text(t) for t in texts):
+        raise SourceError("a string holds a lone surrogate (a \\udXXX escape), which is "
+                          'not text: write bytes as "body_b64"', url=where)
     return Message(ident, headers, body, None, where)
+
+
+def _is_text(s: str) -> bool:
+    """Whether ``s`` can be written as UTF-8: JSON's ``\\udcfc`` escapes give lone
+    surrogates, which no output (trail, archive, discard file) takes."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def entry(message: Message, *, id: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""Hostile files, directories and names around a capture (issue 24): the spool's ``.done``
+removed or replaced while ``msgcap run`` runs, file names that are not valid UTF-8, inputs that
+are not regular files, a full file system, and trails cut in the middle of their sequence."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.live.conftest import Work
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Work:
+    return Work(tmp_path / "home")
+
+
+def wait_for(path: Path, proc, seconds: float = 60) -> None:
+    """Poll until ``path`` exists; the capture must still be running meanwhile."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert proc.poll() is None, "msgcap stopped"
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def put(directory: Path, name: str | bytes, text: str) -> None:
+    """A spool file as producers write it: a temporary name, then a rename."""
+    target = os.path.join(os.fsencode(directory), os.fsencode(name))
+    tmp = target + b".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.rename(tmp, target)
+
+
+# ---- 1. the spool's .done removed or replaced while msgcap runs -------------------------------
+
+def test_a_removed_done_directory_is_created_again_and_nothing_is_captured_twice(work) -> None:
+    d = work.spool()
+    put(d, "0001.msg", work.body(1))
+    proc = work.start("run", "--prop", str(work.prop))
+    try:
+        wait_for(d / ".done" / "0001.msg", proc)
+        shutil.rmtree(d / ".done")  # a clean-up job
+        put(d, "0002.msg", work.body(2))
+        wait_for(d / ".done" / "0002.msg", proc)
+        put(d, "0003.msg", work.body(3))
+        wait_for(d / ".done" / "0003.msg", proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    out = (work.root / "run.out").read_text()
+    assert ".done was removed while msgcap ran; created again" in out
+    assert work.seqids() == ["0000000001", "0000000002", "0000000003"]
+    assert sorted(p.name for p in (d / ".done").iterdir()) == ["0002.msg", "0003.msg"]
+    assert not [p for p in d.iterdir() if not p.name.startswith(".")]
+
+
+def test_a_done_replaced_by_a_file_stops_the_run_with_one_line(work) -> None:
+    d = work.spool()
+    put(d, "0001.msg", work.body(1))
+    proc = work.start("run", "--prop", str(work.prop))
+    try:
+        wait_for(d / ".done" / "0001.msg", proc)
+        shutil.rmtree(d / ".done")
+        (d / ".done").write_text("not a directory")
+        put(d, "0002.msg", work.body(2))
+        assert proc.wait(timeout=60) == 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = (work.root / "run.out").read_text()
+    assert "Traceback" not in out
+    (line,) = [ln for ln in out.splitlines() if "error:" in ln]
+    assert ".done is not a directory" in line
+    assert work.seqids() == ["0000000001", "0000000002"]
+    assert (d / "0002.msg").exists()  # it stays, and is not captured again:
+    (d / ".done").unlink()
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "duplicates 1" in done.stdout
+    assert work.seqids() == ["0000000001", "0000000002"]
+    assert (d / ".done" / "0002.msg").exists()
+
+
+# ---- 9. spool file names that are not valid UTF-8 ---------------------------------------------
+
+def test_names_that_are_not_utf8_are_escaped_and_captured(work) -> None:
+    d = work.spool(jms_id="JMSMessageID", delim_seqid="$jmsid", archive_dir="dirarc",
+                   error_policy="discard", error_file="dirrpt/SALES.dsc")
+    put(d, "0001-Mxxxxller.msg", work.body(1))  # as wide as the escaped names below
+    put(d, b"0002-M\xfcller.msg", work.body(2))  # Latin-1 "ü"
+    put(d, b"0003-M\xe9ller.msg", "not a change record")
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "Traceback" not in done.stderr and "discarded 1" in done.stdout
+    trail = work.msgcap("dump", "--json", "dirdat/sa", check=True)
+    seqids = [r["tokens"]["VAMSEQID"] for r in map(json.loads, trail.stdout.splitlines())
+              if r["kind"] == "record"]
+    assert seqids == ["0001-Mxxxxller.msg", "0002-M\\xfcller.msg"]
+    (archive,) = (work.root / "dirarc").iterdir()
+    assert [json.loads(x)["id"] for x in archive.read_text().splitlines()] == [
+        "0001-Mxxxxller.msg", "0002-M\\xfcller.msg", "0003-M\\xe9ller.msg"]
+    (record,) = map(json.loads, (work.root / "dirrpt" / "SALES.dsc").read_text().splitlines())
+    assert record["message"]["id"] == record["message"]["headers"]["message-id"] == (
+        "0003-M\\xe9ller.msg")
+    # moved by their real names, so that a restart finds nothing to capture again
+    assert sorted(os.listdir(os.fsencode(d / ".done"))) == [b"0001-Mxxxxller.msg",
+                                                             b"0002-M\xfcller.msg"]
+    assert os.listdir(os.fsencode(d / ".error")) == [b"0003-M\xe9ller.msg"]
+    assert not [p for p in d.iterdir() if not p.name.startswith(".")]
+
+
+def test_a_msg_json_with_lone_surrogates_is_a_discardable_message(work) -> None:
+    d = work.spool(archive_dir="dirarc", error_policy="discard",
+                   error_file="dirrpt/SALES.dsc")
+    # JSON's "\udcfc" escapes decode to lone surrogates, which are not text
+    put(d, "0001.msg.json", json.dumps({"id": "0001-M\udcfcller", "headers": {"h": "\udcfc"},
+                                        "body": work.body(1).replace("Customer", "M\udcfcller")}))
+    put(d, "0002.msg", work.body(2))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "discarded 1" in done.stdout and work.seqids() == ["0000000002"]
+    (record,) = map(json.loads, (work.root / "dirrpt" / "SALES.dsc").read_text().splitlines())
+    assert "lone surrogate" in record["error"]
+    assert os.listdir(d / ".error") == ["0001.msg.json"]
