@@ -22,10 +22,11 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 from parsers.model import Message
 from props.errors import SourceError
+from props.inputs import open_input
 
 JSONL_SUFFIXES = (".jsonl", ".dsc")
 _GLOB_CHARS = frozenset("*?[")
@@ -125,7 +126,7 @@ def read_jsonl(path: str) -> Iterator[Message]:
 def _line_chunks(path: str) -> Iterator[bytes]:
     """The file in chunks of about ``_CHUNK`` bytes that end at a line end (the last one may
     not), without the final ``\\n`` of each chunk."""
-    with _open(path, "rb") as fh:
+    with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
@@ -180,7 +181,7 @@ def read_text_lines(path: str) -> Iterator[Message]:
     """
     name = os.path.basename(path)
     numbers = map(str, itertools.count(1))  # consumed one a line, across the chunks
-    with _open(path, "rb") as fh:
+    with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
@@ -232,7 +233,7 @@ def split_lines(data: bytes) -> list[str] | list[str | bytes]:
 
 def read_whole_file(path: str) -> Message:
     """One file, one message: id = file name, body = the bytes (text when valid UTF-8)."""
-    with _open(path, "rb") as fh:
+    with _open(path) as fh:
         data = fh.read()
     return whole_file_message(path, data)
 
@@ -334,8 +335,8 @@ def text_or_bytes(data: bytes) -> str | bytes:
         return data
 
 
-def _open(path: str, mode: str) -> IO[Any]:
+def _open(path: str) -> BinaryIO:
     try:
-        return open(path, mode)
+        return open_input(path)
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc), url=path) from None

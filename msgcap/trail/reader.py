@@ -35,6 +35,7 @@ from msgcap.trail.layout import (
 )
 from msgcap.trail.records import IOTYPE_PKUPDATE
 from props.errors import TrailError
+from props.inputs import open_input
 
 log = logging.getLogger("msgcap.trail")
 
@@ -254,7 +255,7 @@ class TrailFile:
         self.path = path
         self.name = display or path
         try:
-            self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+            self._f = open_input(path)  # closed by close()
         except OSError as exc:
             raise TrailError(f"cannot open: {exc.strerror}", file=self.name) from None
         self.size = os.fstat(self._f.fileno()).st_size

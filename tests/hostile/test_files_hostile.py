@@ -127,3 +127,39 @@ def test_a_msg_json_with_lone_surrogates_is_a_discardable_message(work) -> None:
     (record,) = map(json.loads, (work.root / "dirrpt" / "SALES.dsc").read_text().splitlines())
     assert "lone surrogate" in record["error"]
     assert os.listdir(d / ".error") == ["0001.msg.json"]
+
+
+# ---- 6. inputs that are not regular files -----------------------------------------------------
+
+@pytest.fixture(params=["/dev/zero", "fifo"])
+def special(request, work) -> tuple[str, str]:
+    """A path that is not a regular file, and what msgcap calls it: /dev/zero would be read
+    until memory runs out, a FIFO without a writer blocks its reader forever."""
+    if request.param == "fifo":
+        os.mkfifo(work.root / "fifo")
+        return str(work.root / "fifo"), "a FIFO"
+    return request.param, "a character device"
+
+
+@pytest.mark.parametrize("command", ["prop", "sourcedefs", "replay", "dump", "dump-defs",
+                                     "copybook"])
+def test_inputs_that_are_not_regular_files_are_refused_with_one_line(work, special,
+                                                                     command) -> None:
+    path, kind = special
+    work.spool()
+    args = {"prop": ["run", "--prop", path],
+            "sourcedefs": ["run", "--prop", str(work.prop)],
+            "replay": ["replay", "--prop", str(work.prop), path],
+            "dump": ["dump", "--json", path],
+            "dump-defs": ["dump", "--defs", path, path],
+            "copybook": ["run", "--prop", str(work.prop)]}[command]
+    if command == "sourcedefs":
+        work.prop.write_text(work.prop.read_text().replace("dirdef/sales.def", path))
+    if command == "copybook":
+        work.prop.write_text("trail.path=dirdat/sa\ntrail.extract=SALES\nparser.type=fixed\n"
+                             f"fixed.schematype=copybook\nfixed.copybook={path}\n"
+                             "fixed.header=HEADER\njms.url=dir:dirspool\n")
+    done = work.msgcap(*args, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if "error:" in ln]
+    assert f"{path}: " in line and f"not a regular file ({kind})" in line
