@@ -163,3 +163,28 @@ def test_inputs_that_are_not_regular_files_are_refused_with_one_line(work, speci
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = [ln for ln in done.stderr.splitlines() if "error:" in ln]
     assert f"{path}: " in line and f"not a regular file ({kind})" in line
+
+
+# ---- 7. a full file system --------------------------------------------------------------------
+
+@pytest.mark.parametrize("prop", ["checkpoint.dir", "trail.path", "archive.dir", "error.file"])
+def test_a_full_file_system_stops_the_run_with_one_line(work, full_fs, prop) -> None:
+    where = {"checkpoint.dir": "dirchk", "trail.path": "dirdat/sa", "archive.dir": "dirarc",
+             "error.file": "dirrpt/SALES.dsc"}[prop]
+    d = work.spool(error_policy="discard", **{prop.replace(".", "_"): full_fs / where})
+    put(d, "0001.msg", work.body(1))
+    put(d, "0002.msg", "not a change record")  # for the discard file
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if "error:" in ln]
+    assert f"{full_fs}/" in line and "No space left on device" in line
+
+
+def test_a_log_file_on_a_full_file_system_is_one_warning(work, full_fs) -> None:
+    d = work.spool(gg_log_file=full_fs / "dirrpt" / "SALES.log")
+    put(d, "0001.msg", work.body(1))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "Traceback" not in done.stderr and "Logging error" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "SALES.log: cannot write the log file: No space left on device" in line
+    assert work.seqids() == ["0000000001"]  # the log holds no data: capture goes on
