@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from parsers.model import Message
 from props.errors import SourceError
 from props.inputs import open_input
+from props.text import name_text
 
 JSONL_SUFFIXES = (".jsonl", ".dsc")
 _GLOB_CHARS = frozenset("*?[")
@@ -179,7 +180,8 @@ def read_text_lines(path: str) -> Iterator[Message]:
 
     Read in chunks of whole lines, each given to ``line_messages`` at once.
     """
-    name = os.path.basename(path)
+    shown_path = name_text(path)  # ids are text: a name's bytes that are not UTF-8 as \xhh
+    name = os.path.basename(shown_path)
     numbers = map(str, itertools.count(1))  # consumed one a line, across the chunks
     with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
@@ -187,7 +189,7 @@ def read_text_lines(path: str) -> Iterator[Message]:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:  # a last line without terminator
-                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, path,
+                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, shown_path,
                                                                 numbers))
                 return
             cut = chunk.rfind(b"\n")
@@ -197,7 +199,7 @@ def read_text_lines(path: str) -> Iterator[Message]:
             rest.append(chunk[:cut])
             data = b"".join(rest) if len(rest) > 1 else rest[0]
             rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
-            yield from map(itemgetter(1), line_messages(data, name, path, numbers))
+            yield from map(itemgetter(1), line_messages(data, name, shown_path, numbers))
 
 
 def line_messages(data: bytes, name: str, path: str, numbers: Iterator[str]
@@ -239,7 +241,9 @@ def read_whole_file(path: str) -> Message:
 
 
 def whole_file_message(path: str, data: bytes) -> Message:
-    """The message of a one-message file named ``path`` holding ``data``."""
+    """The message of a one-message file named ``path`` holding ``data``; its id is the file
+    name as text (bytes that are not UTF-8 as ``\\xhh``, as in a spool directory)."""
+    path = name_text(path)
     return Message(os.path.basename(path), {}, text_or_bytes(data), None, path)
 
 

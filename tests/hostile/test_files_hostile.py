@@ -115,6 +115,16 @@ def test_names_that_are_not_utf8_are_escaped_and_captured(work) -> None:
     assert not [p for p in d.iterdir() if not p.name.startswith(".")]
 
 
+def test_replay_inputs_named_in_latin1_get_escaped_ids(work) -> None:
+    work.properties(error_policy="discard", error_file="dirrpt/SALES.dsc")
+    name = os.fsdecode(b"lines-M\xfcller.txt")
+    (work.root / name).write_text(work.body(1) + "not a change record\n")
+    done = work.msgcap("replay", "--lines", "--prop", str(work.prop), name, check=True)
+    assert "discarded 1" in done.stdout and work.seqids() == ["0000000001"]
+    (record,) = map(json.loads, (work.root / "dirrpt" / "SALES.dsc").read_text().splitlines())
+    assert record["message"]["id"] == record["source"] == "lines-M\\xfcller.txt:2"
+
+
 def test_a_msg_json_with_lone_surrogates_is_a_discardable_message(work) -> None:
     d = work.spool(archive_dir="dirarc", error_policy="discard",
                    error_file="dirrpt/SALES.dsc")
@@ -188,3 +198,12 @@ def test_a_log_file_on_a_full_file_system_is_one_warning(work, full_fs) -> None:
     (line,) = done.stderr.splitlines()
     assert "SALES.log: cannot write the log file: No space left on device" in line
     assert work.seqids() == ["0000000001"]  # the log holds no data: capture goes on
+
+
+def test_batch_refuses_a_local_input_that_is_not_a_regular_file(tmp_path) -> None:
+    from msgcap.batch.inputs import local_inputs
+    from props.errors import SourceError
+
+    os.mkfifo(tmp_path / "in.jsonl")
+    with pytest.raises(SourceError, match=r"in\.jsonl: not a regular file \(a FIFO\)"):
+        local_inputs([str(tmp_path / "in.jsonl")])
