@@ -13,12 +13,12 @@ import logging
 import os
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, cast
 
 from gendef.durable import atomic_write
 from gendef.model import Column, Definitions, DefsHeader, Table
 from props.errors import DefinitionError
+from props.inputs import read_input
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def read_defs(path: str | os.PathLike[str]) -> Definitions:
     """Read a DEFGEN file, decoded with the encoding its version line names (default UTF-8)."""
     name = os.fspath(path)
     try:
-        data = Path(name).read_bytes()
+        data = read_input(name)
     except OSError as exc:
         raise DefinitionError(f"cannot read source definitions: {exc.strerror}",
                               file=name) from None

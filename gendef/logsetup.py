@@ -48,6 +48,34 @@ class _UtcFormatter(_PrintableFormatter):
     default_msec_format = "%s.%03dZ"
 
 
+class _LogFile(logging.FileHandler):
+    """The log file. When it cannot be written (a full file system) one line on stderr says
+    so, not a traceback per log line, and the command goes on: the log holds no data. The
+    stream retries what it could not write with the next line (as far as its buffer holds);
+    the warning comes again only after a line could be written."""
+
+    def __init__(self, path: Path, command: str) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.command = command
+        self.failing = self._failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._failed = False
+        super().emit(record)  # calls handleError when the write fails
+        self.failing = self._failed
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            super().handleError(record)
+            return
+        self._failed = True
+        if not self.failing:
+            print(printable_line(f"{self.command}: WARNING: {self.baseFilename}: cannot write "
+                                 f"the log file: {exc.strerror or exc}; log lines may be lost "
+                                 "until it can be written again"), file=sys.stderr, flush=True)
+
+
 def configure_logging(settings: Settings | None, *, command: str, log_to_file: bool) -> None:
     """Install stderr (and log-file) handlers; ``settings`` None means INFO, stderr only."""
     level = LEVELS.get(settings.log.level.upper(), logging.INFO) if settings else logging.INFO
@@ -62,7 +90,7 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
     handlers: list[logging.Handler] = [stderr]
     if log_to_file and settings is not None:
         stderr.setLevel(logging.WARNING)
-        handlers.append(_file_handler(settings))
+        handlers.append(_file_handler(settings, command))
     for handler in handlers:
         setattr(handler, _MARK, True)
         root.addHandler(handler)
@@ -71,11 +99,11 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
         logging.getLogger(name).setLevel(level)
 
 
-def _file_handler(settings: Settings) -> logging.Handler:
+def _file_handler(settings: Settings, command: str) -> logging.Handler:
     path = Path(settings.log_file)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        handler = _LogFile(path, command)
     except OSError as exc:
         raise PropertyError(f"cannot open log file {path}: {exc.strerror}", prop="gg.log.file",
                             file=settings.file, line=settings.lines.get("gg.log.file")) from None

@@ -21,6 +21,7 @@ from gendef.durable import atomic_write
 from msgcap.trail.records import Position
 from msgcap.trail.writer import Recovery
 from props.errors import TrailError
+from props.inputs import read_input
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +71,7 @@ class CheckpointFile:
         """The stored checkpoint, None when there is none yet; with ``trail``, a checkpoint of
         another trail is an error."""
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = json.loads(read_input(self.path))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:

@@ -22,10 +22,12 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 from parsers.model import Message
 from props.errors import SourceError
+from props.inputs import open_input
+from props.text import name_text
 
 JSONL_SUFFIXES = (".jsonl", ".dsc")
 _GLOB_CHARS = frozenset("*?[")
@@ -125,7 +127,7 @@ def read_jsonl(path: str) -> Iterator[Message]:
 def _line_chunks(path: str) -> Iterator[bytes]:
     """The file in chunks of about ``_CHUNK`` bytes that end at a line end (the last one may
     not), without the final ``\\n`` of each chunk."""
-    with _open(path, "rb") as fh:
+    with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
@@ -178,15 +180,16 @@ def read_text_lines(path: str) -> Iterator[Message]:
 
     Read in chunks of whole lines, each given to ``line_messages`` at once.
     """
-    name = os.path.basename(path)
+    shown_path = name_text(path)  # ids are text: a name's bytes that are not UTF-8 as \xhh
+    name = os.path.basename(shown_path)
     numbers = map(str, itertools.count(1))  # consumed one a line, across the chunks
-    with _open(path, "rb") as fh:
+    with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:  # a last line without terminator
-                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, path,
+                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, shown_path,
                                                                 numbers))
                 return
             cut = chunk.rfind(b"\n")
@@ -196,7 +199,7 @@ def read_text_lines(path: str) -> Iterator[Message]:
             rest.append(chunk[:cut])
             data = b"".join(rest) if len(rest) > 1 else rest[0]
             rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
-            yield from map(itemgetter(1), line_messages(data, name, path, numbers))
+            yield from map(itemgetter(1), line_messages(data, name, shown_path, numbers))
 
 
 def line_messages(data: bytes, name: str, path: str, numbers: Iterator[str]
@@ -242,13 +245,15 @@ def _line_text(raw: bytes) -> str | bytes:
 
 def read_whole_file(path: str) -> Message:
     """One file, one message: id = file name, body = the file's bytes."""
-    with _open(path, "rb") as fh:
+    with _open(path) as fh:
         data = fh.read()
     return whole_file_message(path, data)
 
 
 def whole_file_message(path: str, data: bytes) -> Message:
-    """The message of a one-message file named ``path`` holding ``data``."""
+    """The message of a one-message file named ``path`` holding ``data``; its id is the file
+    name as text (bytes that are not UTF-8 as ``\\xhh``, as in a spool directory)."""
+    path = name_text(path)
     return Message(os.path.basename(path), {}, data, None, path)
 
 
@@ -268,6 +273,7 @@ def message_from_entry(obj: Any, where: str) -> Message:
     has_body, has_b64 = "body" in obj, "body_b64" in obj
     if has_body == has_b64:
         raise SourceError('exactly one of "body" and "body_b64" is needed', url=where)
+    body: str | bytes
     if has_body:
         body = obj["body"]
         if not isinstance(body, str):
@@ -277,7 +283,23 @@ def message_from_entry(obj: Any, where: str) -> Message:
             body = binascii.a2b_base64(obj["body_b64"], strict_mode=True)
         except (binascii.Error, TypeError, ValueError):
             raise SourceError('"body_b64" is not valid Base64', url=where) from None
+    texts: list[str] = [ident, *headers, *headers.values()]
+    if isinstance(body, str):
+        texts.append(body)
+    if not all(t.isascii() or _is_text(t) for t in texts):
+        raise SourceError("a string holds a lone surrogate (a \\udXXX escape), which is "
+                          'not text: write bytes as "body_b64"', url=where)
     return Message(ident, headers, body, None, where)
+
+
+def _is_text(s: str) -> bool:
+    """Whether ``s`` can be written as UTF-8: JSON's ``\\udcfc`` escapes give lone
+    surrogates, which no output (trail, archive, discard file) takes."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def entry(message: Message, *, id: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -317,8 +339,8 @@ def write_jsonl(path: str, messages: Iterable[Message]) -> int:
     return count
 
 
-def _open(path: str, mode: str) -> IO[Any]:
+def _open(path: str) -> BinaryIO:
     try:
-        return open(path, mode)
+        return open_input(path)
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc), url=path) from None

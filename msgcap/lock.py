@@ -59,8 +59,14 @@ class Lock:
         except OSError as exc:
             os.close(fd)
             raise MsgcapError(f"{self.path}: cannot lock: {exc.strerror or exc}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # for people; holder() asks the kernel
+        try:  # the pid is for people (holder() asks the kernel), but a lock directory that
+            # cannot take 8 bytes (a full file system) cannot take a checkpoint or trail either
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            raise MsgcapError(f"{self.path}: cannot write the lock file: "
+                              f"{exc.strerror or exc}") from None
         self._fd = fd
 
     def release(self) -> None:

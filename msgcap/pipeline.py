@@ -9,6 +9,7 @@ it returns what was written and which messages each transaction releases, and th
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
@@ -193,6 +194,9 @@ class DiscardFile:
             if self.sync:
                 os.fsync(fh.fileno())
         except OSError as exc:
+            self._fh = None  # closing retries the failed write, which fails as it did
+            with contextlib.suppress(OSError):
+                fh.close()
             raise SourceError(f"cannot write the discard file: {exc.strerror}",
                               url=self.path) from None
 

@@ -33,6 +33,7 @@ from msgcap.pipeline import OP_LABELS, Stats
 from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
 from msgcap.trail.reader import sequence_files
 from props.errors import MsgcapError
+from props.inputs import read_input
 
 log = logging.getLogger("msgcap.status")
 
@@ -98,8 +99,7 @@ def load_status_file(path: str) -> dict[str, Any] | None:
     """The status file's content, None when there is none; a damaged one is a MsgcapError
     naming the file."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = json.loads(read_input(path))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

@@ -20,6 +20,7 @@ from props import expr as ex
 from props.codepages import code_page
 from props.errors import PropertyError
 from props.expr import Const, Expr, XPath, parse_delim_value, parse_expr
+from props.inputs import read_input
 from props.javaprops import Entry, parse_properties, substitute_env
 from props.settings import (
     DateFormats,
@@ -184,8 +185,7 @@ _FRACTION = re.compile(r"F+(\d*)")
 def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate a properties file (UTF-8); ``env`` defaults to ``os.environ``."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_input(path)
     except OSError as exc:
         raise PropertyError(f"cannot read properties file: {exc.strerror or exc}",
                             file=path) from None

@@ -10,6 +10,7 @@ hides the user information (``user:password@``) of every URL in a text.
 
 from __future__ import annotations
 
+import os
 import re
 
 VALUE_CHARS = 200  # one id, name or value inside a line
@@ -52,6 +53,16 @@ def shown(text: str | bytes, limit: int = VALUE_CHARS) -> str:
     suffix = f"… ({size} {unit})"
     keep = max(limit - len(suffix), 1)
     return escape(text[:keep])[:keep] + suffix
+
+
+def name_text(name: str) -> str:
+    """A file name as text: its bytes that are not UTF-8 written as ``\\xhh`` (as ``shown``
+    writes bytes). ``os`` gives such names with surrogate escapes, which no text output takes."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 def quoted(value: str | bytes, limit: int = VALUE_CHARS) -> str:

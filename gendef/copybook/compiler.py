@@ -10,6 +10,7 @@ from gendef.copybook.model import Copybook, RecordLayout, normalize_name
 from gendef.copybook.sizing import Layout
 from gendef.copybook.tokens import tokenize
 from props.errors import CopybookError
+from props.inputs import read_input
 
 
 def compile_copybook(text: str, *, file: str | None = None) -> Copybook:
@@ -49,7 +50,7 @@ def compile_copybook_file(path: str | Path) -> Copybook:
     """Compile a copybook file (UTF-8, or Latin-1 when it is not valid UTF-8)."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_input(p)
     except OSError as e:
         raise CopybookError(f"cannot read copybook: {e.strerror}", file=str(p)) from None
     try:

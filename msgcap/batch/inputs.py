@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from msgcap import dumps
 from props.errors import SourceError
+from props.inputs import open_input
 
 KIND_JSONL, KIND_LINES, KIND_FILE = "jsonl", "lines", "file"
 # Spark's text source decompresses files with these suffixes; replay reads them as they are,
@@ -95,8 +96,7 @@ def local_inputs(patterns: list[str]) -> list[tuple[str, str, int]]:
     for path in dumps.expand_inputs(patterns):
         try:
             size = os.path.getsize(path)
-            with open(path, "rb"):
-                pass
+            open_input(path).close()
         except OSError as exc:
             raise SourceError(exc.strerror or str(exc), url=path) from None
         out.append(("file:" + os.path.abspath(path), path, size))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gendef.model import Definitions
+    from msgcap.trail.reader import Tail
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,20 +54,27 @@ def run(args: argparse.Namespace) -> int:
         from gendef.defgen import read_defs
         definitions = read_defs(args.defs)
     gaps: list[tuple[str, str]] = []
+    cuts: list[Tail] = []
     try:
-        _dump(args, definitions, gaps)
+        _dump(args, definitions, gaps, cuts)
     finally:
         sys.stdout.flush()
     if gaps:  # everything around the gap was shown; the exit status tells a script
         missing = ", ".join(m for m, _ in gaps)
         raise TrailError(f"the trail has a gap: {missing} missing (the files after it were "
                          "shown)", file=gaps[0][0])
+    if cuts:
+        more = f" (and in {len(cuts) - 1} more files)" if len(cuts) > 1 else ""
+        raise TrailError(f"incomplete record ({cuts[0].pending} bytes) in a file that is not "
+                         f"the last of its trail{more}: a record is missing (the files after "
+                         "it were shown)", file=cuts[0].file, rba=cuts[0].rba)
     return 0
 
 
 def _dump(args: argparse.Namespace, definitions: Definitions | None,
-          gaps: list[tuple[str, str]]) -> None:
-    """Write the records; the gaps the readers found (missing files) are added to ``gaps``."""
+          gaps: list[tuple[str, str]], cuts: list[Tail]) -> None:
+    """Write the records; the gaps the readers found (missing files) are added to ``gaps``,
+    the partial tails of files that are not the last of their trail to ``cuts``."""
     from msgcap.trail import dumpfmt
     from msgcap.trail.reader import TrailReader
 
@@ -96,7 +104,7 @@ def _dump(args: argparse.Namespace, definitions: Definitions | None,
                         out.write("\n\n")
                     count += 1
                 first = False
-                if tf.tail is not None:
+                if tf.tail is not None and not tf.finished:  # (a cut is logged as a warning)
                     note = f"{tf.tail}"
                     if as_json:
                         out.flush()
@@ -105,5 +113,6 @@ def _dump(args: argparse.Namespace, definitions: Definitions | None,
                         out.write(note + "\n")
         finally:
             gaps.extend(reader.gaps)
+            cuts.extend(reader.cuts)
         if args.count is not None and count >= args.count:
             return

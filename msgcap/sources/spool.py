@@ -35,6 +35,7 @@ from msgcap.dumps import message_from_entry
 from msgcap.sources.base import Source, Unreadable
 from parsers.model import Message
 from props.errors import MessageError, SourceError
+from props.text import name_text
 
 log = logging.getLogger("msgcap.source")
 
@@ -90,18 +91,29 @@ class SpoolSource(Source):
             raise SourceError(f"cannot open the spool directory: {exc.strerror or exc}",
                               url=self.url) from None
         for sub in (DONE_DIR, ERROR_DIR):
+            self._subdirs[sub] = self._open_subdir(sub)
+
+    def _open_subdir(self, sub: str) -> int:
+        """A descriptor of ``PATH/sub``, created (and its name made durable) when missing."""
+        assert self._dir is not None  # (open)
+        try:
+            os.mkdir(sub, 0o755, dir_fd=self._dir)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise SourceError(f"cannot create {sub}: {exc.strerror or exc}",
+                              url=self.url) from None
+        else:
             try:
-                os.mkdir(sub, 0o755, dir_fd=self._dir)
-            except FileExistsError:
-                pass
+                fsync_dir(self._dir)
             except OSError as exc:
-                raise SourceError(f"cannot create {sub}: {exc.strerror or exc}",
+                raise SourceError(f"cannot make {sub} durable: {exc.strerror or exc}",
                                   url=self.url) from None
-            try:  # never a link: discarded and done files must stay inside
-                self._subdirs[sub] = os.open(sub, _OPEN_DIR | os.O_NOFOLLOW, dir_fd=self._dir)
-            except OSError:
-                raise SourceError(f"{sub} is not a directory (a link or a file?)",
-                                  url=self.url) from None
+        try:  # never a link: discarded and done files must stay inside
+            return os.open(sub, _OPEN_DIR | os.O_NOFOLLOW, dir_fd=self._dir)
+        except OSError:
+            raise SourceError(f"{sub} is not a directory (a link or a file?)",
+                              url=self.url) from None
 
     def receive(self, timeout: float) -> Message | None:
         deadline = time.monotonic() + timeout
@@ -152,7 +164,7 @@ class SpoolSource(Source):
 
     def _refuse(self, name: str, inode: int, why: str) -> None:
         self._refused[name] = inode
-        log.warning("%s: %s: %s; left in place, not read", self.url, name, why)
+        log.warning("%s: %s: %s; left in place, not read", self.url, name_text(name), why)
 
     def _inode(self, name: str) -> int:
         try:
@@ -170,8 +182,8 @@ class SpoolSource(Source):
             if exc.errno in (errno.ELOOP, errno.EMLINK):  # a link, since the listing
                 self._refuse(name, self._inode(name), "a symbolic link")
                 return None
-            raise SourceError(f"cannot read {name}: {exc.strerror or exc}", url=self.url) \
-                from None
+            raise SourceError(f"cannot read {name_text(name)}: {exc.strerror or exc}",
+                              url=self.url) from None
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -189,24 +201,25 @@ class SpoolSource(Source):
             if self.min_age and os.fstat(fd).st_mtime_ns != st.st_mtime_ns:
                 raise _NotYet(self._clock() + self.min_age)  # still being written
         except OSError as exc:
-            raise SourceError(f"cannot read {name}: {exc.strerror or exc}", url=self.url) \
-                from None
+            raise SourceError(f"cannot read {name_text(name)}: {exc.strerror or exc}",
+                              url=self.url) from None
         finally:
             os.close(fd)
-        headers = {"message-id": name, "timestamp": str(st.st_mtime_ns // 1_000_000),
+        ident = name_text(name)  # the id and headers are text; moves use the real name
+        headers = {"message-id": ident, "timestamp": str(st.st_mtime_ns // 1_000_000),
                    "destination": self.url}
-        path = os.path.join(self.path, name)
+        path = os.path.join(self.path, ident)
         if name.endswith(".msg.json"):
             try:
                 entry = message_from_entry(json.loads(data), path)
             except (ValueError, SourceError) as exc:  # ValueError: bad JSON or UTF-8
                 self._inflight.add(name)
-                raise Unreadable(Message(name, headers, data, name, path),
+                raise Unreadable(Message(ident, headers, data, name, path),
                                  MessageError(f"not a JSON message: {exc}", source=path)) \
                     from None
             headers.update(entry.headers)
             return Message(entry.id, headers, entry.body, name, path)
-        return Message(name, headers, data, name, path)
+        return Message(ident, headers, data, name, path)
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         if not done and not discarded:
@@ -217,14 +230,7 @@ class SpoolSource(Source):
                 if name is None:
                     continue  # acknowledged already (spilled)
                 message.ack = None
-                try:
-                    os.replace(name, name, src_dir_fd=self._dir,
-                               dst_dir_fd=self._subdirs[sub])
-                except FileNotFoundError:
-                    pass  # moved by someone else; nothing left to redo
-                except OSError as exc:
-                    raise SourceError(f"cannot move {name} to {sub}: {exc.strerror or exc}",
-                                      url=self.url) from None
+                self._move(name, sub)
                 self._inflight.discard(name)
         try:
             for sub in ((DONE_DIR,) if done else ()) + ((ERROR_DIR,) if discarded else ()):
@@ -234,6 +240,38 @@ class SpoolSource(Source):
         except OSError as exc:
             raise SourceError(f"cannot make the moves durable: {exc.strerror or exc}",
                               url=self.url) from None
+
+    def _move(self, name: str, sub: str) -> None:
+        """Move file ``name`` into ``sub``. A file gone was moved by someone else. A ``sub``
+        removed meanwhile (its descriptor then names a deleted directory, and a rename into
+        it fails with ENOENT too) is created again, once: a file left in place would be
+        captured again at the next poll."""
+        for attempt in (1, 2):
+            try:
+                os.replace(name, name, src_dir_fd=self._dir, dst_dir_fd=self._subdirs[sub])
+                return
+            except FileNotFoundError:
+                if not self._exists(name):
+                    return  # moved by someone else; nothing left to redo
+                if attempt == 2:
+                    raise SourceError(f"cannot move {name_text(name)} to {sub}: it vanishes "
+                                      "while msgcap moves files into it", url=self.url) from None
+            except OSError as exc:
+                raise SourceError(f"cannot move {name_text(name)} to {sub}: "
+                                  f"{exc.strerror or exc}", url=self.url) from None
+            log.warning("%s: %s was removed while msgcap ran; created again", self.url, sub)
+            os.close(self._subdirs.pop(sub))
+            self._subdirs[sub] = self._open_subdir(sub)
+
+    def _exists(self, name: str) -> bool:
+        try:
+            os.stat(name, dir_fd=self._dir, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise SourceError(f"cannot look at {name_text(name)}: {exc.strerror or exc}",
+                              url=self.url) from None
+        return True
 
     def interrupt(self) -> None:
         self._wake.set()

@@ -35,6 +35,7 @@ from msgcap.trail.layout import (
 )
 from msgcap.trail.records import IOTYPE_PKUPDATE
 from props.errors import TrailError
+from props.inputs import open_input
 
 log = logging.getLogger("msgcap.trail")
 
@@ -250,11 +251,12 @@ def parse_record(buf: bytes, p: int, total: int, lay: Layout, file: str, rba: in
 class TrailFile:
     """One trail file: its F header, then records forwards or backwards."""
 
-    def __init__(self, path: str, display: str | None = None) -> None:
+    def __init__(self, path: str, display: str | None = None, *, finished: bool = False) -> None:
         self.path = path
         self.name = display or path
+        self.finished = finished  # the writer had left it: a partial tail is a cut, not a write
         try:
-            self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+            self._f = open_input(path)  # closed by close()
         except OSError as exc:
             raise TrailError(f"cannot open: {exc.strerror}", file=self.name) from None
         self.size = os.fstat(self._f.fileno()).st_size
@@ -411,6 +413,16 @@ def trail_file_name(prefix: str, seqno: int, width: int) -> str:
     return f"{prefix}{seqno:0{width}d}"
 
 
+def has_later_file(path: str) -> bool:
+    """Whether a file with a higher sequence number than trail file ``path`` exists."""
+    parts = split_trail_name(path)
+    if parts is None:
+        return False
+    prefix, seqno, width = parts
+    return os.path.exists(trail_file_name(prefix, seqno + 1, width)) or any(
+        s > seqno for s, _ in sequence_files(prefix, width))
+
+
 def sequence_files(prefix: str, width: int) -> list[tuple[int, str]]:
     """Existing files ``<prefix><exactly width digits>``, by sequence number."""
     d, base = os.path.split(prefix)
@@ -432,7 +444,9 @@ class TrailReader:
     reader continues with ``<prefix><seqno+1>`` while such files exist; when that file is missing
     but a later one of the sequence exists, the gap is logged as a warning, recorded in ``gaps``
     (missing file, the file read next) and reading goes on there. ``start_rba`` positions the
-    first file. ``tail`` is set when reading stopped at a partial tail.
+    first file. ``tail`` is set when reading stopped at a partial tail. ``cuts`` holds the
+    partial tails of files that are not the last of their sequence (``files()``): records lost,
+    not records being written.
     """
 
     def __init__(self, paths: list[str] | str, definitions: Definitions | None = None, *,
@@ -443,20 +457,29 @@ class TrailReader:
         self.follow = follow
         self.tail: Tail | None = None
         self.gaps: list[tuple[str, str]] = []
+        self.cuts: list[Tail] = []
         self._decoders: dict[tuple[str, str], TableDecoder] = {}
         self.current: TrailFile | None = None
 
     def files(self) -> Iterator[TrailFile]:
-        """Each file opened in turn (closed when the next one is opened)."""
+        """Each file opened in turn (closed when the next one is opened).
+
+        A partial tail is a record being written, unless a later file of the sequence existed
+        before the file was opened: the writer finishes a file before it creates the next, so
+        such a tail will never be completed, and it goes to ``cuts``."""
         queue = list(self.paths)
         while queue:
             path = queue.pop(0)
-            tf = TrailFile(path)
+            tf = TrailFile(path, finished=has_later_file(path))  # (evaluated before opening)
             self.current = tf
             try:
                 yield tf
             finally:
                 tf.close()
+            if tf.tail is not None and tf.finished:
+                self.cuts.append(tf.tail)
+                log.warning("%s; the file is not the last of its trail, so that record is lost",
+                            tf.tail)
             if not queue and self.follow:
                 parts = split_trail_name(path)
                 if parts:

@@ -285,3 +285,35 @@ def test_a_gap_in_the_sequence_is_a_warning_and_dump_goes_on(home: Path, tcustme
          "with dirdat/aa000000002"),
         ("msgcap dump: error: dirdat/aa000000001: the trail has a gap: dirdat/aa000000001 "
          "missing (the files after it were shown)")]
+
+
+def test_a_cut_record_before_the_last_file_fails_after_showing_everything(
+        home: Path, tcustmer: Table, example_time: int, capsys) -> None:
+    w = TrailWriter("dirdat/aa", sync="none")
+    w.open()
+    for seq in (3, 4):  # files 1 and 2 hold one transaction each
+        w._roll()
+        w.write_transaction(TrailTransaction(str(seq), [TrailRecord(
+            tcustmer, IOTYPE_INSERT, "A", example_time, f"{seq:020d}", 0,
+            ["C" + str(seq), "N", "C", "WA"])]))
+    w.close()
+    first = Path("dirdat/aa000000000")
+    first.write_bytes(first.read_bytes()[:-10])  # its last record (the truncate) is cut
+    for args in (["dirdat/aa"], ["dirdat/aa000000000", "dirdat/aa000000001",
+                                 "dirdat/aa000000002"]):
+        assert main(["dump", "--json", *args]) == 2
+        out, err = capsys.readouterr()
+        records = [json.loads(line) for line in out.splitlines() if '"kind": "record"' in line]
+        assert [r["tokens"]["TRANID"] for r in records] == ["1", "2", "2", "3", "4"]
+        warning, error = err.splitlines()
+        assert warning.startswith("msgcap dump: WARNING: dirdat/aa000000000: end of data at RBA")
+        assert "not the last of its trail, so that record is lost" in warning
+        assert error.startswith("msgcap dump: error: dirdat/aa000000000: RBA ")
+        assert "incomplete record (" in error and "not the last of its trail" in error
+        rba = int(error.split("RBA ")[1].split(":")[0])  # where the cut record starts
+        assert f"RBA {rba} (" in warning and rba > records[2]["rba"]
+    # the last file of a trail cut at its end is a record being written: a note, exit 0
+    last = Path("dirdat/aa000000002")
+    last.write_bytes(last.read_bytes()[:-10])
+    assert main(["dump", "--json", "dirdat/aa000000002"]) == 0
+    assert "bytes pending" in capsys.readouterr().err
