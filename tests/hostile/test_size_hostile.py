@@ -237,3 +237,53 @@ def test_the_frame_reader_reads_past_frames_over_the_limit_wherever_reads_end() 
         assert [(cmd, h.get("message-id"), b.size if isinstance(b, _TooLarge) else b)
                 for cmd, h, b in got.frames] == expected
         assert max(held) <= LIMIT + HEADER_BYTES + 2 * 65536  # never a whole large frame
+
+
+# -- dumps: replay and send ---------------------------------------------------------------------
+
+def test_replay_stops_at_a_dump_entry_over_the_limit_naming_file_and_line(work) -> None:
+    """As at a malformed entry: one line naming file:line, exit 2, under either error policy
+    (the entries before it in the same read-ahead batch are not written either)."""
+    work.properties(jms_maxbytes=LIMIT, error_policy="discard", error_file="dirrpt/SALES.dsc")
+    dump = work.dump("in.jsonl", [work.body(1), big_body(LIMIT + 1), work.body(3)])
+    done = work.msgcap("replay", "--prop", str(work.prop), str(dump))
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert errors == [f"msgcap replay: error: {dump}:2: message of {LIMIT + 1} bytes exceeds "
+                      f"jms.maxbytes={LIMIT}"], done.stderr
+    assert "0000000003" not in work.seqids()
+
+
+def test_replay_of_a_huge_line_without_a_newline_holds_no_more_than_the_limit(work) -> None:
+    work.properties(jms_maxbytes=LIMIT)
+    dump = work.root / "in.txt"
+    dump.write_text(work.body(1))
+    with open(dump, "ab") as fh:  # then 256 MB of NULs, no line end (sparse: no disk)
+        fh.truncate(dump.stat().st_size + (256 << 20))
+    proc = work.start("replay", "--prop", str(work.prop), "--lines", str(dump))
+    peak = work.wait_peak_rss_mb(proc)
+    out = (work.root / "run.out").read_text()
+    assert proc.returncode == 2, out
+    assert f"{dump}:2: message of more than {LIMIT} bytes exceeds jms.maxbytes={LIMIT}" in out
+    assert peak < 100, f"peak RSS {peak:.0f} MB"
+
+
+def test_replay_of_a_file_over_the_limit_names_it(work) -> None:
+    work.properties(jms_maxbytes=LIMIT)
+    (work.root / "msgs").mkdir()
+    (work.root / "msgs" / "0001.msg").write_text(work.body(1))
+    (work.root / "msgs" / "0002.msg").write_text(big_body(LIMIT + 1))
+    done = work.msgcap("replay", "--prop", str(work.prop), "msgs")
+    assert done.returncode == 2
+    assert (f"msgs/0002.msg: message of {LIMIT + 1} bytes exceeds jms.maxbytes={LIMIT}"
+            in done.stderr), done.stderr
+
+
+def test_send_refuses_an_entry_over_the_limit(work) -> None:
+    d = work.spool(jms_maxbytes=LIMIT)
+    dump = work.dump("in.jsonl", [work.body(1), "é" * (LIMIT // 2 + 1)])
+    done = work.msgcap("send", "--prop", str(work.prop), str(dump))
+    assert done.returncode == 2
+    assert (f"{dump}:2: message of {LIMIT + 2} bytes exceeds jms.maxbytes={LIMIT}"
+            in done.stderr), done.stderr
+    assert len([p for p in d.iterdir() if p.is_file()]) == 1
