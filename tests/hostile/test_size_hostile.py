@@ -249,8 +249,9 @@ def test_replay_stops_at_a_dump_entry_over_the_limit_naming_file_and_line(work) 
     done = work.msgcap("replay", "--prop", str(work.prop), str(dump))
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if "error:" in line]
-    assert errors == [f"msgcap replay: error: {dump}:2: message of {LIMIT + 1} bytes exceeds "
-                      f"jms.maxbytes={LIMIT}"], done.stderr
+    expected = (f"msgcap replay: error: {dump}:2: message of {LIMIT + 1} bytes exceeds "
+                f"jms.maxbytes={LIMIT}")
+    assert errors == [expected], done.stderr
     assert "0000000003" not in work.seqids()
 
 
