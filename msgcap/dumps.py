@@ -10,6 +10,11 @@ One format is shared by ``archive.dir``, the discard file, ``msgcap replay``, ``
 * any other file: one message, the whole file, id = file name.
 
 Every message gets ``origin`` ``path:line`` (or ``path``) so errors can name where it came from.
+
+``max_bytes`` (``jms.maxbytes``): a message whose body is larger is an error naming file:line,
+as a malformed entry is, found without holding more than the limit of it: a text line or a
+file is read no further, a JSON Lines line no further than the longest entry whose body can be
+within the limit (``entry_bytes``), and its body is counted once decoded.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import Any, BinaryIO
 
+from msgcap.sources.base import body_size, entry_bytes, entry_too_long, too_large
 from parsers.model import Message
-from props.errors import SourceError
+from props.errors import MessageError, SourceError
 from props.inputs import open_input
 from props.text import name_text
 
@@ -56,19 +62,34 @@ def expand_inputs(patterns: Iterable[str]) -> list[str]:
     return out
 
 
-def read_messages(paths: Iterable[str], *, lines: bool = False) -> Iterator[Message]:
+def read_messages(paths: Iterable[str], *, lines: bool = False,
+                  max_bytes: int | None = None) -> Iterator[Message]:
     """All messages of the dump files, file by file, in order."""
     for path in paths:
-        yield from read_dump(path, lines=lines)
+        yield from read_dump(path, lines=lines, max_bytes=max_bytes)
 
 
-def read_dump(path: str, *, lines: bool = False) -> Iterator[Message]:
+def read_dump(path: str, *, lines: bool = False, max_bytes: int | None = None
+              ) -> Iterator[Message]:
     """The messages of one dump file; its form follows from ``lines`` and the file name."""
     if lines:
-        return read_text_lines(path)
+        return read_text_lines(path, max_bytes)
     if path.endswith(JSONL_SUFFIXES):
-        return read_jsonl(path)
-    return iter((read_whole_file(path),))
+        return read_jsonl(path, max_bytes)
+    return iter((read_whole_file(path, max_bytes),))
+
+
+def _refused(error: MessageError, where: str) -> SourceError:
+    """A message over ``jms.maxbytes`` in a dump: one line naming ``where`` (file:line)."""
+    return SourceError(error.reason, url=where)
+
+
+def _within(message: Message, max_bytes: int) -> Message:
+    """``message``, if its body is within ``max_bytes``."""
+    size = body_size(message.body)
+    if size > max_bytes:
+        raise _refused(too_large(size, max_bytes), message.name)
+    return message
 
 
 _decode_json = json.JSONDecoder().decode
@@ -83,8 +104,9 @@ _B64_MIDDLE = '", "headers": {}, "body_b64": "'
 _B64_AT = len(_B64_MIDDLE)
 
 
-def read_jsonl(path: str) -> Iterator[Message]:
-    """JSON Lines entries; blank lines skipped, a malformed line is an error naming file:line.
+def read_jsonl(path: str, max_bytes: int | None = None) -> Iterator[Message]:
+    """JSON Lines entries; blank lines skipped, a malformed line is an error naming file:line,
+    and so is one whose body is over ``max_bytes`` (checked in a chunk longer than that only).
 
     Read in chunks of whole lines, each decoded from UTF-8 once (as ``read_text_lines``); a
     chunk that is not valid UTF-8 goes line by line through ``jsonl_message``. A line of the
@@ -94,7 +116,9 @@ def read_jsonl(path: str) -> Iterator[Message]:
     a2b = binascii.a2b_base64
     path_at = f"{path}:"
     number = 0
-    for data in _line_chunks(path):
+    limit = max_bytes or 0
+    for data in _line_chunks(path, max_bytes, entries=True):
+        check = max_bytes is not None and len(data) > max_bytes
         try:
             lines = data.decode("utf-8").split("\n")
         except UnicodeDecodeError:
@@ -102,7 +126,7 @@ def read_jsonl(path: str) -> Iterator[Message]:
                 number += 1
                 message = jsonl_message(raw, path, number)
                 if message is not None:
-                    yield message
+                    yield _within(message, limit) if check else message
             continue
         for line in lines:
             number += 1
@@ -117,31 +141,71 @@ def read_jsonl(path: str) -> Iterator[Message]:
                         except binascii.Error:
                             pass  # JSON says what is wrong
                         else:
-                            yield Message(ident, {}, body, None, path_at + str(number))
+                            message = Message(ident, {}, body, None, path_at + str(number))
+                            yield _within(message, limit) if check else message
                             continue
             message = _jsonl_text_message(line, path, number)
             if message is not None:
-                yield message
+                yield _within(message, limit) if check else message
 
 
-def _line_chunks(path: str) -> Iterator[bytes]:
+def _line_chunks(path: str, max_bytes: int | None = None, *, entries: bool = False
+                 ) -> Iterator[bytes]:
     """The file in chunks of about ``_CHUNK`` bytes that end at a line end (the last one may
-    not), without the final ``\\n`` of each chunk."""
+    not), without the final ``\\n`` of each chunk.
+
+    With ``max_bytes``, a line longer than a message within it can be (its CR LF not counted;
+    ``entries``: a JSON Lines entry, ``entry_bytes``) is an error naming file:line, raised
+    before more than that of it is held.
+    """
+    limit = max_bytes or 0
+    longest = None if max_bytes is None else entry_bytes(limit) if entries else limit
+    lines = 0  # in the chunks yielded so far (counted when there is a limit)
     with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
+        held = 0
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
                 if rest:
-                    yield b"".join(rest)
+                    data = b"".join(rest)
+                    if longest is not None and len(data) > longest:
+                        _long_line(data, path, lines, limit, entries)
+                    yield data
                 return
             cut = chunk.rfind(b"\n")
             if cut < 0:
                 rest.append(chunk)  # (joined once: a long line is not copied per chunk)
+                held += len(chunk)
+                if longest is not None and held > longest + 1:  # + 1: a CR
+                    raise _refused(_line_error(longest, limit, entries, at_least=True),
+                                   f"{path}:{lines + 1}")
                 continue
             rest.append(chunk[:cut])
-            yield b"".join(rest) if len(rest) > 1 else rest[0]
+            data = b"".join(rest) if len(rest) > 1 else rest[0]
             rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
+            held = len(chunk) - cut - 1
+            if longest is not None:
+                if len(data) > longest:
+                    _long_line(data, path, lines, limit, entries)
+                lines += data.count(b"\n") + 1
+            yield data
+
+
+def _line_error(size: int, max_bytes: int, entries: bool, *,
+                at_least: bool = False) -> MessageError:
+    """Why a line of ``size`` bytes is refused: a message (text line) or an entry too long."""
+    return (entry_too_long if entries else too_large)(size, max_bytes, at_least=at_least)
+
+
+def _long_line(data: bytes, path: str, lines: int, max_bytes: int, entries: bool) -> None:
+    """Raise for the first line of ``data`` (after ``lines`` lines) too long for ``max_bytes``,
+    if one is."""
+    longest = entry_bytes(max_bytes) if entries else max_bytes
+    for number, line in enumerate(data.split(b"\n"), lines + 1):
+        size = len(line) - line.endswith(b"\r")
+        if size > longest:
+            raise _refused(_line_error(size, max_bytes, entries), f"{path}:{number}")
 
 
 def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
@@ -175,31 +239,17 @@ def _jsonl_text_message(line: str, path: str, number: int | str) -> Message | No
 _CHUNK = 1 << 16
 
 
-def read_text_lines(path: str) -> Iterator[Message]:
-    """Each non-empty line of a text-lines dump is one message (``line_messages``).
+def read_text_lines(path: str, max_bytes: int | None = None) -> Iterator[Message]:
+    """Each non-empty line of a text-lines dump is one message (``line_messages``); a line
+    over ``max_bytes`` is an error naming file:line.
 
     Read in chunks of whole lines, each given to ``line_messages`` at once.
     """
     shown_path = name_text(path)  # ids are text: a name's bytes that are not UTF-8 as \xhh
     name = os.path.basename(shown_path)
     numbers = map(str, itertools.count(1))  # consumed one a line, across the chunks
-    with _open(path) as fh:
-        rest: list[bytes] = []  # the start of a line that continues in the next chunk
-        while True:
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                if rest:  # a last line without terminator
-                    yield from map(itemgetter(1), line_messages(b"".join(rest), name, shown_path,
-                                                                numbers))
-                return
-            cut = chunk.rfind(b"\n")
-            if cut < 0:
-                rest.append(chunk)
-                continue
-            rest.append(chunk[:cut])
-            data = b"".join(rest) if len(rest) > 1 else rest[0]
-            rest = [chunk[cut + 1:]] if cut + 1 < len(chunk) else []
-            yield from map(itemgetter(1), line_messages(data, name, shown_path, numbers))
+    for data in _line_chunks(path, max_bytes):
+        yield from map(itemgetter(1), line_messages(data, name, shown_path, numbers))
 
 
 def line_messages(data: bytes, name: str, path: str, numbers: Iterator[str]
@@ -243,10 +293,16 @@ def _line_text(raw: bytes) -> str | bytes:
         return raw
 
 
-def read_whole_file(path: str) -> Message:
-    """One file, one message: id = file name, body = the file's bytes."""
+def read_whole_file(path: str, max_bytes: int | None = None) -> Message:
+    """One file, one message: id = file name, body = the file's bytes; one
+    over ``max_bytes`` is an error, read no further than that."""
     with _open(path) as fh:
-        data = fh.read()
+        if max_bytes is None:
+            data = fh.read()
+        elif len(data := fh.read(max_bytes + 1)) > max_bytes:
+            size = os.fstat(fh.fileno()).st_size  # (0 for what is not a regular file)
+            raise _refused(too_large(max(size, max_bytes), max_bytes, at_least=size <= max_bytes),
+                           path)
     return whole_file_message(path, data)
 
 

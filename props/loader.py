@@ -68,7 +68,7 @@ GLOBAL_KEYS = frozenset({
     "trail.extract", "trail.uri",
     "checkpoint.dir", "archive.dir", "error.policy", "error.file", "error.destination",
     "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
-    "report.heartbeat", "jms.spool.minage",
+    "report.heartbeat", "jms.spool.minage", "jms.maxbytes",
 })
 
 _OPTYPE_VALS = ("optype.insertval", "optype.updateval", "optype.deleteval")
@@ -626,6 +626,7 @@ class _Loader:
                                       _JMS.report_output),
             report_time=self.duration("jms.report.time"), report_records=records,
             spool_minage=self.duration("jms.spool.minage") or _JMS.spool_minage,
+            maxbytes=self.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
         )
 
     def _error(self) -> ErrorSettings:

@@ -241,6 +241,7 @@ class JmsSettings:
     report_time: float | None = None  # seconds
     report_records: int | None = None
     spool_minage: float = 0.0  # seconds a spool file must be unchanged before it is read
+    maxbytes: int = 16777216  # largest message body, from any source (a larger one is refused)
 
     @property
     def is_dir(self) -> bool:

@@ -66,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
                                   parser=parser)
         stats = pipeline.stats
         progress = Progress(sys.stderr, args.progress_interval)
+        messages = read_messages(paths, lines=args.lines, max_bytes=settings.jms.maxbytes)
         started = time.monotonic()
         try:
             try:
-                replay_messages(pipeline, read_messages(paths, lines=args.lines), progress)
+                replay_messages(pipeline, messages, progress)
             finally:  # what was written before an error is kept: make it durable first
                 progress.done()
                 if not writer.broken:

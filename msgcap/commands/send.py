@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     def messages() -> Iterable[Any]:
         every = (m for _ in range(max(args.repeat, 0))
-                 for m in read_messages(paths, lines=args.lines))
+                 for m in read_messages(paths, lines=args.lines, max_bytes=jms.maxbytes))
         return itertools.islice(every, args.skip, None)
 
     started = time.monotonic()

@@ -30,7 +30,7 @@ def source_for(settings: Settings) -> Source:
                             prop="jms.url")
     if urls[0].startswith("dir:"):
         from msgcap.sources.spool import SpoolSource
-        return SpoolSource(urls[0], min_age=jms.spool_minage)
+        return SpoolSource(urls[0], min_age=jms.spool_minage, max_bytes=jms.maxbytes)
     from msgcap.sources.stomp import StompSource
     assert jms.destination is not None  # the loader requires it beside a STOMP URL
     return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
@@ -38,4 +38,4 @@ def source_for(settings: Settings) -> Source:
                        ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
                        client_id=settings.trail.extract, vhost=jms.vhost,
                        selector=jms.selector, ack=jms.ack, ack_batch=jms.ack_batch,
-                       id_mode=jms.id)
+                       id_mode=jms.id, max_bytes=jms.maxbytes)

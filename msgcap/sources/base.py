@@ -27,6 +27,41 @@ from typing import Self
 from parsers.model import Message
 from props.errors import MessageError
 
+# What a message's headers may add to ``jms.maxbytes``: the header section of a STOMP frame, the
+# headers and keys of a dump entry. More is refused, whatever the body's size.
+HEADER_BYTES = 1 << 20
+
+
+def too_large(size: int, limit: int, *, source: str | None = None,
+              at_least: bool = False) -> MessageError:
+    """The message error of a body over ``jms.maxbytes`` (``at_least``: reading stopped after
+    ``size`` bytes, there was more). Every source words it this way; ``position`` names the
+    property, as ``xml.maxbytes`` does."""
+    more = "more than " if at_least else ""
+    return MessageError(f"message of {more}{size} bytes exceeds jms.maxbytes={limit}",
+                        source=source, position="jms.maxbytes")
+
+
+def entry_too_long(size: int, limit: int, *, source: str | None = None,
+                   at_least: bool = False) -> MessageError:
+    """The message error of a dump entry longer than ``entry_bytes(limit)``: whatever its
+    body, it cannot be read without holding more than the limit allows."""
+    more = "more than " if at_least else ""
+    return MessageError(f"dump entry of {more}{size} bytes is longer than one whose message is "
+                        f"within jms.maxbytes={limit} can be", source=source,
+                        position="jms.maxbytes")
+
+
+def body_size(body: str | bytes) -> int:
+    """The size ``jms.maxbytes`` counts: the bytes, or a text body's UTF-8 encoding."""
+    return len(body) if isinstance(body, bytes) else len(body.encode("utf-8", "surrogatepass"))
+
+
+def entry_bytes(limit: int) -> int:
+    """The longest dump entry (a JSON Lines line, a ``.msg.json`` file) whose body can be within
+    ``limit``: a JSON escape takes up to 6 bytes per body byte (``\\u0000``), plus headers."""
+    return 6 * limit + HEADER_BYTES
+
 
 class Redelivery(Exception):
     """The connection was lost and is back: unacknowledged messages will come again."""

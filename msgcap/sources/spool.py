@@ -15,7 +15,11 @@ rename: a file is read once it has not changed for that long; a younger one (and
 after it in name order) waits.
 
 A ``.msg.json`` file that is not a message in the dump form is not a source failure: it reaches
-the capture as ``Unreadable``, for ``error.policy`` (``discard`` moves it to ``.error/``).
+the capture as ``Unreadable``, for ``error.policy`` (``discard`` moves it to ``.error/``). So does
+a file over ``jms.maxbytes`` (``max_bytes``), unread: its size is known before reading, and a file
+still growing is read no further than one byte past the limit, so memory stays bounded by it. The
+capture keeps its name and headers with an empty body; the file itself moves to ``.error/``
+intact.
 """
 
 from __future__ import annotations
@@ -29,10 +33,18 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from gendef.durable import fsync_dir
 from msgcap.dumps import message_from_entry
-from msgcap.sources.base import Source, Unreadable
+from msgcap.sources.base import (
+    Source,
+    Unreadable,
+    body_size,
+    entry_bytes,
+    entry_too_long,
+    too_large,
+)
 from parsers.model import Message
 from props.errors import MessageError, SourceError
 from props.text import name_text
@@ -68,11 +80,12 @@ class SpoolSource(Source):
     """Reads ``dir:PATH``; polls once per second when no file is ready."""
 
     def __init__(self, url: str, *, poll: float = POLL_SECONDS, min_age: float = 0.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 max_bytes: int = 16777216, clock: Callable[[], float] = time.time) -> None:
         self.url = url
         self.path = spool_path(url)
         self._poll = poll
         self.min_age = min_age
+        self.max_bytes = max_bytes
         self._clock = clock  # wall clock, compared with file modification times
         self._pending: deque[str] = deque()
         self._inflight: set[str] = set()
@@ -197,7 +210,9 @@ class SpoolSource(Source):
                 ready_at = st.st_mtime + self.min_age
                 if self._clock() < ready_at:
                     raise _NotYet(ready_at)
-            data = _read_all(fd)
+            entry = name.endswith(".msg.json")
+            longest = entry_bytes(self.max_bytes) if entry else self.max_bytes
+            data = _read_at_most(fd, longest + 1) if st.st_size <= longest else b""
             if self.min_age and os.fstat(fd).st_mtime_ns != st.st_mtime_ns:
                 raise _NotYet(self._clock() + self.min_age)  # still being written
         except OSError as exc:
@@ -209,17 +224,31 @@ class SpoolSource(Source):
         headers = {"message-id": ident, "timestamp": str(st.st_mtime_ns // 1_000_000),
                    "destination": self.url}
         path = os.path.join(self.path, ident)
-        if name.endswith(".msg.json"):
+        if st.st_size > longest or len(data) > longest:
+            refused = entry_too_long if entry else too_large
+            self._refuse_message(name, headers, path, refused(
+                max(st.st_size, longest), self.max_bytes, source=path,
+                at_least=st.st_size <= longest))
+        if entry:
             try:
-                entry = message_from_entry(json.loads(data), path)
+                message = message_from_entry(json.loads(data), path)
             except (ValueError, SourceError) as exc:  # ValueError: bad JSON or UTF-8
-                self._inflight.add(name)
-                raise Unreadable(Message(ident, headers, data, name, path),
-                                 MessageError(f"not a JSON message: {exc}", source=path)) \
-                    from None
-            headers.update(entry.headers)
-            return Message(entry.id, headers, entry.body, name, path)
+                self._refuse_message(name, headers, path, MessageError(
+                    f"not a JSON message: {exc}", source=path), data)
+            size = body_size(message.body)
+            if size > self.max_bytes:
+                self._refuse_message(name, headers, path, too_large(size, self.max_bytes,
+                                                                    source=path))
+            headers.update(message.headers)
+            return Message(message.id, headers, message.body, name, path)
         return Message(ident, headers, data, name, path)
+
+    def _refuse_message(self, name: str, headers: dict[str, str], path: str,
+                        error: MessageError, body: str | bytes = b"") -> NoReturn:
+        """File ``name`` is not a message the capture can take: ``Unreadable``, for
+        ``error.policy`` (it stays in flight until acknowledged: moved to ``.error/``)."""
+        self._inflight.add(name)
+        raise Unreadable(Message(headers["message-id"], headers, body, name, path), error)
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         if not done and not discarded:
@@ -285,8 +314,10 @@ class SpoolSource(Source):
         self._dir, self._subdirs = None, {}
 
 
-def _read_all(fd: int) -> bytes:
+def _read_at_most(fd: int, size: int) -> bytes:
+    """The file's bytes, but no more than ``size`` of them (a file may grow while read)."""
     chunks = []
-    while chunk := os.read(fd, 1 << 20):
+    while size > 0 and (chunk := os.read(fd, min(size, 1 << 20))):
         chunks.append(chunk)
+        size -= len(chunk)
     return b"".join(chunks)

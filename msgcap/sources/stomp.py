@@ -24,6 +24,9 @@
   without it is a TextMessage; other brokers send it always, and there a ``content-type`` of
   ``text/*`` says text (in its ``charset``, UTF-8 by default, as STOMP 1.2 has it). Anything
   else stays bytes, for the parser to decode with its declared encoding.
+* A MESSAGE frame whose body is over ``jms.maxbytes`` is read past, never held whole
+  (``_FrameReader``), and comes out of ``receive_many`` in its turn as ``Unreadable``, with its
+  headers and an empty body, for ``error.policy``; it is acknowledged like any other message.
 * An ``ERROR`` frame in answer to CONNECT (authentication, protocol) stops capture, except
   "client-id already connected": the broker still holds our previous connection, whose
   unacknowledged messages it has not yet put back; we wait (back-off) so that they are
@@ -56,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from msgcap.sources.base import Redelivery, Source
+from msgcap.sources.base import HEADER_BYTES, Redelivery, Source, Unreadable, too_large
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from parsers.model import Message
 from props.errors import MsgcapError, PropertyError, SourceError
@@ -289,7 +292,8 @@ class StompSource(Source):
                  ssl_cert: str | None = None, ssl_key: str | None = None,
                  client_id: str = "MSGCAP", backoff: Backoff | None = None,
                  vhost: str = "/", selector: str | None = None, ack: str = "client",
-                 ack_batch: int | None = None, id_mode: str = "time") -> None:
+                 ack_batch: int | None = None, id_mode: str = "time",
+                 max_bytes: int = 16777216) -> None:
         self.endpoints = parse_urls(urls)
         self.url = ",".join(e.url for e in self.endpoints)
         if not destination:
@@ -305,6 +309,7 @@ class StompSource(Source):
         if ack not in ("client", "client-individual"):
             raise ValueError(f"ack mode {ack!r}")
         self._ack_mode, self._ack_batch = ack, ack_batch
+        self.max_bytes = max_bytes
         self._unacked: collections.deque[_Delivery] = collections.deque()  # client: in order
         self._listener: _Listener | None = None
         self.broker: BrokerKind | None = None
@@ -362,7 +367,7 @@ class StompSource(Source):
                 timeout=CONNECT_TIMEOUT, try_loopback_connect=False, vhost=self._vhost)
             if endpoint.tls:
                 set_tls(conn, endpoint, self._tls_files())
-            _FrameReader(conn.transport, self._deliverer(self._epoch))
+            _FrameReader(conn.transport, self._deliverer(self._epoch), self.max_bytes)
             conn.set_listener("msgcap", listener)
             # The client-id makes the broker refuse us while it still holds our previous
             # connection (after a crash or a lost link): its unacknowledged messages must go
@@ -451,15 +456,23 @@ class StompSource(Source):
 
     def _deliverer(self, epoch: int) -> Callable[[list[_Frame]], None]:
         """What the receiver thread calls with the MESSAGE frames of one read of connection
-        ``epoch``: each becomes a ``Message``, all go into the inbox at once."""
+        ``epoch``: each becomes a ``Message`` (one whose body was over ``jms.maxbytes``: an
+        ``Unreadable`` with an empty body), all go into the inbox at once."""
 
         def deliver(frames: list[_Frame]) -> None:
             broker = self.broker
             always_sized = broker is not None and not broker.activemq
             self._inbox.extend([_message(headers, body, epoch, always_sized)
+                                if isinstance(body, bytes) else self._too_large(headers, body, epoch)
                                 for headers, body in frames])
 
         return deliver
+
+    def _too_large(self, headers: dict[str, str], body: _TooLarge, epoch: int) -> Unreadable:
+        """A message whose body was dropped as it was read: for ``error.policy``, with its
+        headers, so that it can be recorded and acknowledged."""
+        message = _message(headers, b"", epoch, False)
+        return Unreadable(message, too_large(body.size, self.max_bytes, source=message.name))
 
     def receive(self, timeout: float) -> Message | None:
         messages = self.receive_many(timeout, limit=1)
@@ -485,6 +498,13 @@ class StompSource(Source):
                     break
                 self._reconnect(item.reason)
                 raise Redelivery(item.reason)
+            if isinstance(item, Unreadable):  # in its turn, acknowledged in its turn
+                self._inbox.put_back(items[index if messages else index + 1:])
+                if messages:
+                    break
+                if unacked is not None and item.message.ack.epoch == epoch:
+                    unacked.append(item.message.ack)
+                raise item
             if unacked is not None and item.ack.epoch == epoch:
                 unacked.append(item.ack)
             messages.append(item)
@@ -619,7 +639,29 @@ def parse_headers(lines: list[str], offset: int = 0) -> dict[str, str]:
 _CONTENT_LENGTH = re.compile(rb"^content-length[:]\s*(?P<value>[0-9]+)", re.MULTILINE)
 _PREAMBLE_END = re.compile(rb"\n\n|\r\n\r\n")
 _EOL = b"\r\n"
-_Frame = tuple[dict[str, str], bytes]  # a MESSAGE frame's headers and body
+
+
+class _TooLarge:
+    """The body of a MESSAGE frame over ``jms.maxbytes``, dropped as it was read: its size."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+_Frame = tuple[dict[str, str], bytes | _TooLarge]  # a MESSAGE frame's headers and body
+
+
+class _Dropping:
+    """A frame over the limit being read past: its command and headers, its body's size (as
+    ``content-length`` states it, or so far) and the bytes still to drop, its NUL included
+    (-1: up to the next NUL)."""
+
+    __slots__ = ("command", "headers", "left", "size")
+
+    def __init__(self, command: str, headers: dict[str, str], size: int, left: int) -> None:
+        self.command, self.headers, self.size, self.left = command, headers, size, left
 
 
 class _FrameReader:
@@ -634,18 +676,27 @@ class _FrameReader:
     Frames are the ones stomp.py would make: a frame's end is its first NUL, or later if its
     ``content-length`` says so; EOLs between frames are heart-beats; a frame with CR LF line ends
     is parsed by stomp.py's own ``parse_frame``.
+
+    Memory stays bounded by ``max_body`` (``jms.maxbytes``): a frame whose body is larger (as its
+    ``content-length`` says, or as it turns out once more than ``max_body`` plus
+    ``HEADER_BYTES`` of it are held) is read past (``_Dropping``) and given to ``deliver`` with a
+    ``_TooLarge`` body; a frame whose headers alone are longer than ``HEADER_BYTES`` ends the
+    connection.
     """
 
-    def __init__(self, transport: Any, deliver: Callable[[list[_Frame]], None]) -> None:
+    def __init__(self, transport: Any, deliver: Callable[[list[_Frame]], None],
+                 max_body: int) -> None:
         import stomp.exception
         import stomp.utils
 
         self._transport, self._deliver = transport, deliver
+        self._max_body = max_body
         # The start of a frame not read to its end yet, as read, and how long it must grow
         # before it can hold the frame's end: to ``_wanted`` bytes, or (0) until a NUL comes.
         # A large frame arrives in many reads: joined once, not once per read.
         self._rest: list[bytes] = []
         self._held = self._wanted = 0
+        self._dropping: _Dropping | None = None
         self._next_sign_of_life = 0.0
         self._frame_class, self._parse_frame = stomp.utils.Frame, stomp.utils.parse_frame
         self._closed = stomp.exception.ConnectionClosedException
@@ -668,19 +719,82 @@ class _FrameReader:
                 if not transport.blocking:
                     return  # TLS: no data yet (at the end, _end_io_loop_at_eof stops the loop)
                 raise self._closed()
+            if self._dropping is not None:
+                data = self._read_past(data)
             if self._rest:
                 self._rest.append(data)
                 self._held += len(data)
                 if self._held < self._wanted or (not self._wanted and b"\0" not in data):
+                    if self._held > self._max_body + HEADER_BYTES:
+                        self._overflow()
                     self._sign_of_life()
                     if transport.blocking:
                         return
                     continue
                 data = b"".join(self._rest)
                 self._rest = []
-            self._split(data)
+            if data:
+                self._split(data)
+            else:
+                self._sign_of_life()
             if transport.blocking:
                 return
+
+    def _overflow(self) -> None:
+        """The frame held is longer than one within the limits can be: drop what is held and
+        read past the rest of it (its headers are kept)."""
+        buf = b"".join(self._rest)
+        self._rest, self._held, self._wanted = [], 0, 0
+        preamble = _PREAMBLE_END.search(buf, 0, HEADER_BYTES)
+        if preamble is None:
+            log.warning("a frame's headers are longer than %d bytes: closing the connection",
+                        HEADER_BYTES)
+            raise self._closed()
+        text = buf[:preamble.start()].decode("utf-8", "replace").replace("\r\n", "\n")
+        lines = text.split("\n")
+        headers = parse_headers(lines, 1)
+        got = len(buf) - preamble.end()  # more than max_body: the headers end within the limit
+        length = headers.get("content-length")
+        if length is not None and length.isascii() and length.strip().isdigit():
+            size = int(length)  # not less than got: a NUL would have ended the frame
+            self._dropping = _Dropping(lines[0], headers, size, size - got + 1)
+        else:
+            self._dropping = _Dropping(lines[0], headers, got, -1)
+
+    def _read_past(self, data: bytes) -> bytes:
+        """Drop ``data`` as far as it belongs to the frame being read past; what follows it.
+        At the frame's end it goes to ``deliver`` (``_dropped``)."""
+        dropping = self._dropping
+        assert dropping is not None  # (the caller checked)
+        if dropping.left < 0:
+            nul = data.find(b"\0")
+            if nul < 0:
+                dropping.size += len(data)
+                return b""
+            dropping.size += nul
+            after = nul + 1
+        elif dropping.left > len(data):
+            dropping.left -= len(data)
+            return b""
+        else:
+            after = dropping.left
+        self._dropping = None
+        messages: list[_Frame] = []
+        self._dropped(dropping.command, dropping.headers, dropping.size, messages)
+        if messages:
+            self._deliver(messages)
+        return data[after:]
+
+    def _dropped(self, command: str, headers: dict[str, str], size: int,
+                 messages: list[_Frame]) -> None:
+        """A frame whose body of ``size`` bytes is over the limit, without it: a MESSAGE for
+        ``error.policy``, any other frame (an ERROR, say) to stomp.py with an empty body."""
+        if command == "MESSAGE":
+            messages.append((headers, _TooLarge(size)))
+            return
+        log.warning("%s frame with a body of %d bytes: body dropped (jms.maxbytes=%d)",
+                    command, size, self._max_body)
+        self._other(self._frame_class(command, headers, b""), b"", messages)
 
     def _split(self, buf: bytes) -> None:
         """Handle the complete frames in ``buf``; keep the rest for the next read."""
@@ -712,11 +826,18 @@ class _FrameReader:
                 sized = head + 2 + int(length)
                 if sized > nul:  # its body holds NULs
                     if sized >= end:
+                        if int(length) > self._max_body:  # read past as it comes
+                            self._dropping = _Dropping(lines[0], headers, int(length),
+                                                       sized + 1 - end)
+                            pos = end
+                            break
                         wanted = sized + 1
                         break
                     frame_end = sized
             body = buf[head + 2:frame_end]
-            if lines[0] == "MESSAGE":
+            if len(body) > self._max_body:
+                self._dropped(lines[0], headers, len(body), messages)
+            elif lines[0] == "MESSAGE":
                 messages.append((headers, body))
             else:
                 frame = self._frame_class(lines[0], headers, body)
@@ -754,7 +875,9 @@ class _FrameReader:
         raw = buf[pos:frame_end]
         frame = self._parse_frame(raw)
         if frame is not None:
-            if frame.cmd == "MESSAGE":
+            if len(frame.body) > self._max_body:
+                self._dropped(frame.cmd, frame.headers, len(frame.body), messages)
+            elif frame.cmd == "MESSAGE":
                 messages.append((frame.headers, frame.body))
             else:
                 self._other(frame, raw, messages)

@@ -138,7 +138,7 @@ def test_the_frame_reader_gives_stomp_py_s_own_frames_wherever_reads_end() -> No
         others = _Recording()
         mine = stomp.transport.BaseTransport(auto_decode=False)
         mine.set_listener("r", others)
-        _FrameReader(mine, others.deliver)
+        _FrameReader(mine, others.deliver, 1 << 30)
         _read_with(mine, chunks)
         assert others.frames == expected, chunks
         assert others.heartbeats >= 1  # messages are a sign of life for the heart-beat monitor
@@ -166,7 +166,7 @@ def test_a_large_frame_read_in_small_pieces_is_joined_once() -> None:
     others = _Recording()
     mine = stomp.transport.BaseTransport(auto_decode=False)
     mine.set_listener("r", others)
-    reader = _FrameReader(mine, others.deliver)
+    reader = _FrameReader(mine, others.deliver, 1 << 30)
     split, handled = reader._split, []
 
     def counting(buf: bytes) -> None:

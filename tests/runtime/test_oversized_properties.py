@@ -32,7 +32,7 @@ RUN_ONLY = {"jms.url", "jms.destination", "jms.user", "jms.password", "jms.prefe
 PATHS = {"trail.path", "trail.defs", "checkpoint.dir", "archive.dir", "error.file",
          "gg.log.file", "jms.ssl.ca", "jms.ssl.cert", "jms.ssl.key", "fixed.copybook"}
 NUMBERS = {"jms.prefetch", "jms.report.records", "jms.heartbeat", "jms.report.time",
-           "jms.spool.minage", "trail.megabytes", "trail.seqlen", "xml.maxbytes",
+           "jms.spool.minage", "jms.maxbytes", "trail.megabytes", "trail.seqlen", "xml.maxbytes",
            "xml.maxdepth"}
 
 
