@@ -472,6 +472,7 @@ class StompSource(Source):
         """A message whose body was dropped as it was read: for ``error.policy``, with its
         headers, so that it can be recorded and acknowledged."""
         message = _message(headers, b"", epoch, False)
+        message.body = b""  # not kept: an empty body of bytes, whatever the frame was
         return Unreadable(message, too_large(body.size, self.max_bytes, source=message.name))
 
     def receive(self, timeout: float) -> Message | None:

@@ -206,7 +206,7 @@ def test_spool_source_order_headers_ack_and_discard(tmp_path) -> None:
     src.open()
     got = [src.receive(1.0) for _ in range(3)]
     assert [m.id for m in got] == ["a.msg", "b.msg", "X"]
-    assert got[0].body == "text body" and got[1].body == b"\xff\xfe"
+    assert got[0].body == b"text body" and got[1].body == b"\xff\xfe"  # bytes, never sniffed
     assert got[0].headers["message-id"] == "a.msg" and got[0].headers["destination"] == f"dir:{d}"
     assert got[0].headers["timestamp"].isdigit()
     assert got[2].headers["k"] == "v" and got[2].headers["message-id"] == "c.msg.json"
