@@ -2,8 +2,9 @@
 
 The project's loggers (``props``, ``gendef``, ``parsers``, ``msgcap``) log at the configured
 level; other libraries only reach the handlers with warnings. Warnings and errors always go to
-stderr; ``msgcap run`` (``log_to_file``) also writes everything at the level to its log file,
-while the other commands log to stderr only. Calling it again replaces what it installed.
+stderr; ``msgcap run`` and ``msgcap batch`` (``log_to_file``) also write everything at the level
+to a log file (``gg.log.file``; batch: ``DIR/batch.log``), while the other commands log to stderr
+only. Calling it again replaces what it installed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from props.errors import PropertyError
+from props.errors import PropertyError, SourceError
 from props.settings import Settings
 from props.text import printable_line
 
@@ -76,8 +77,10 @@ class _LogFile(logging.FileHandler):
                                  "until it can be written again"), file=sys.stderr, flush=True)
 
 
-def configure_logging(settings: Settings | None, *, command: str, log_to_file: bool) -> None:
-    """Install stderr (and log-file) handlers; ``settings`` None means INFO, stderr only."""
+def configure_logging(settings: Settings | None, *, command: str, log_to_file: bool,
+                      log_file: str | None = None) -> None:
+    """Install stderr (and log-file) handlers; ``settings`` None means INFO, stderr only;
+    ``log_file`` instead of ``gg.log.file``."""
     level = LEVELS.get(settings.log.level.upper(), logging.INFO) if settings else logging.INFO
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, _MARK, False)]:
@@ -90,7 +93,7 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
     handlers: list[logging.Handler] = [stderr]
     if log_to_file and settings is not None:
         stderr.setLevel(logging.WARNING)
-        handlers.append(_file_handler(settings, command))
+        handlers.append(_file_handler(settings, command, log_file))
     for handler in handlers:
         setattr(handler, _MARK, True)
         root.addHandler(handler)
@@ -99,12 +102,14 @@ def configure_logging(settings: Settings | None, *, command: str, log_to_file: b
         logging.getLogger(name).setLevel(level)
 
 
-def _file_handler(settings: Settings, command: str) -> logging.Handler:
-    path = Path(settings.log_file)
+def _file_handler(settings: Settings, command: str, log_file: str | None) -> logging.Handler:
+    path = Path(log_file or settings.log_file)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handler = _LogFile(path, command)
     except OSError as exc:
+        if log_file:
+            raise SourceError(f"cannot open log file: {exc.strerror}", url=log_file) from None
         raise PropertyError(f"cannot open log file {path}: {exc.strerror}", prop="gg.log.file",
                             file=settings.file, line=settings.lines.get("gg.log.file")) from None
     handler.setFormatter(_UtcFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))

@@ -61,8 +61,10 @@ exit status:
 logging:
   msgcap run logs to gg.log.file (default dirrpt/<trail.extract>.log under the
   working directory) at gg.log.level (default INFO); its warnings and errors also
-  go to stderr, its reports and summary to stdout (jms.report.output). The other
-  commands log to stderr.
+  go to stderr, its reports and summary to stdout (jms.report.output). msgcap
+  batch logs to DIR/batch.log of its --output, with the output of the Spark JVM it
+  starts (Spark's log, stack traces); its warnings and errors also go to stderr.
+  The other commands log to stderr.
 
 Every command takes the properties file with --prop; msgcap COMMAND --help describes
 one command. The manual is docs/ in the msgcap repository (docs/README.md).

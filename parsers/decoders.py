@@ -8,10 +8,11 @@ fixed-width parser adds the message id, the Cobrix conformance harness maps them
 
 Binary fields are big-endian: ``struct.Struct`` for 2/4/8 bytes, ``int.from_bytes`` otherwise;
 packed decimals go through a 256-entry nibble table; zoned (DISPLAY) numbers accept a separate
-``+``/``-``, ``.``/``,`` as the point, blanks around, and overpunched signs (ASCII ``{``, ``A``–``I``,
-``}``, ``J``–``R``, ``p``–``y``; EBCDIC zones C/F and D). A field with a date format stays text
-for the date formatter. Code pages come from ``props.codepages`` (no codec is registered).
-``encoder_for`` is each decoder's inverse (test messages, property tests).
+``+``/``-``, ``.``/``,`` as the point, blanks around (never between digits) and overpunched
+signs (ASCII ``{``, ``A``–``I``, ``}``, ``J``–``R``, ``p``–``y``; EBCDIC zones C/F and D). A
+field with a date format stays text for the date formatter. Code pages come from
+``props.codepages`` (no codec is registered). ``encoder_for`` is each decoder's inverse (test
+messages, property tests).
 """
 
 from __future__ import annotations
@@ -98,19 +99,25 @@ def parse_display(text: str, *, unsigned: bool, allow_overpunch: bool, relaxed: 
                   ) -> tuple[int, str, int | None]:
     """Sign, digit string and position of an explicit point in a DISPLAY number.
 
-    Blanks anywhere are ignored; ``+``/``-`` may lead or trail; ``.`` or ``,`` is the point;
-    an overpunched sign is accepted in the first or last position (anywhere, several, last one
-    wins, when ``relaxed``). Raises ValueError on anything else, or a negative unsigned value.
+    Blanks (spaces, NULs) may surround the number and separate a ``+``/``-`` from its digits,
+    but never split the digits: ``12 4`` is refused, not read as 124 (Cobrix's ASCII decoder
+    does the same). ``+``/``-`` may lead or trail; ``.`` or ``,`` is the point; an overpunched
+    sign is accepted in the first or last position (anywhere, several, last one wins, when
+    ``relaxed``). Raises ValueError on anything else, or a negative unsigned value.
     """
     sign = 0
     digits: list[str] = []
     point: int | None = None
+    gap = False  # a blank after the first digit or point: only blanks and a sign may follow
     last = len(text) - 1
     for i, ch in enumerate(text):
+        if ch == " " or ch == "\x00":
+            gap = bool(digits) or point is not None
+            continue
+        if gap and ch not in "+-":
+            raise ValueError("blank inside the number")
         if "0" <= ch <= "9":
             digits.append(ch)
-        elif ch == " " or ch == "\x00":
-            continue
         elif ch == "+" or ch == "-":
             if sign and not relaxed:
                 raise ValueError("two signs")

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from props.settings import Settings
 
 FORMATS = ("trail", "parquet", "json")
+# ``DIR/batch.log``: msgcap's log and the output of the Spark JVM ``msgcap batch`` starts. Not an
+# output: appended to by every run, kept when a job fails (it says why).
+LOG_NAME = "batch.log"
 Framed = tuple[Encoded, str]  # a segment's pass 2 and its discard records
 
 

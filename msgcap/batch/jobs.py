@@ -12,6 +12,7 @@ left alone.
 
 from __future__ import annotations
 
+import logging
 import re
 import struct
 import threading
@@ -21,6 +22,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import CancelledError
 from typing import Any, Self, TextIO
 
+from gendef.logsetup import FILE_ONLY
 from msgcap.batch.encode import Encoded, encode_partition, rows_partition
 from msgcap.batch.inputs import InputFile, Scan, has_scheme, input_files, local_inputs
 from msgcap.batch.parse import Skeleton, Summary, count_lines, parse_partition
@@ -29,6 +31,7 @@ from msgcap.batch.rows import COLUMNS, SCHEMA
 from msgcap.batch.segments import SegmentKey, file_head, line_head, pick_lines
 from props.errors import MsgcapError, SourceError
 
+log = logging.getLogger("msgcap.batch")
 _GLOB_CHARS = re.compile(r"([\\*?\[\]{}])")
 _PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$")
 # Seconds between looks at pass 1's summaries while its job runs
@@ -40,7 +43,9 @@ class SparkJobError(MsgcapError):
 
 
 def task_failure(exc: BaseException) -> MsgcapError:
-    """One line for a failed Spark job, naming its cause."""
+    """One line for a failed Spark job, naming its cause; the whole error (a Py4J error holds
+    the Java stack traces, the executors' included) goes to the log file only."""
+    log.error("a Spark job failed", exc_info=exc, extra=FILE_ONLY)
     text = str(exc)
     missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", text)
     if missing:

@@ -8,6 +8,10 @@ to the unpacked one). In local mode the executors are this machine's: they use t
 
 The driver binds to 127.0.0.1 in local mode and when the master is on the loopback interface;
 otherwise where Spark's own settings say (executors on other machines must reach it).
+
+The JVM that PySpark starts inherits this process's stdout and stderr, where it would print
+Spark's log and every failed task's Java stack trace; ``jvm_output`` gives it a file instead, so
+that the user's terminal shows msgcap's one line per error and the log holds the detail.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -100,15 +105,49 @@ def executor_python(master: str, python_env: str | None) -> str | None:
 
 
 def spark_session(master: str = "local[*]", app: str = "msgcap batch", *,
-                  conf: Iterable[tuple[str, str]] = (), python_env: str | None = None) -> Any:
-    """A SparkSession for the batch (the existing one when this process already has one)."""
+                  conf: Iterable[tuple[str, str]] = (), python_env: str | None = None,
+                  jvm_output: str | None = None) -> Any:
+    """A SparkSession for the batch (the existing one when this process already has one).
+
+    ``jvm_output``: the file (appended to) that gets the output of the JVM this call starts; a
+    JVM already running in this process keeps its own. A JVM that does not start is one line
+    (a SourceError naming the master).
+    """
     settings = spark_config(master, conf=conf, python_env=python_env)
     python = executor_python(master, python_env)
     if python is not None:
         os.environ["PYSPARK_PYTHON"] = python
+    from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    try:
+        with output_inherited_from(jvm_output) if jvm_output else nullcontext():
+            return builder.getOrCreate()
+    except PySparkException as exc:
+        reason = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        where = f" (its output: {jvm_output})" if jvm_output else ""
+        raise SourceError(f"Spark did not start: {reason}{where}", url=master) from None
+
+
+@contextmanager
+def output_inherited_from(path: str) -> Iterator[None]:
+    """Child processes started inside the block write their stdout and stderr to ``path``
+    (appended): this process's descriptors 1 and 2 point at it meanwhile, and are put back."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for descriptor in (fd, *saved):
+            os.close(descriptor)

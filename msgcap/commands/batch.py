@@ -3,12 +3,17 @@
 The same parser, assembler, error policy and trail encoding as ``msgcap replay``, with the parse
 in Spark tasks (``msgcap.batch``); the trail under ``DIR/trail/`` equals replay's, and
 ``--format parquet,json`` adds one row per operation for analysts.
+
+It logs to ``DIR/batch.log`` (warnings and errors also on stderr, as ``msgcap run``), and the Spark
+JVM it starts writes its own output there too: a failed task's Java stack trace stays out of the
+terminal, which shows msgcap's one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 
@@ -45,11 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gendef.logsetup import configure_logging
-    from msgcap.batch.driver import FORMATS, run_batch
+    from gendef.logsetup import FILE_ONLY, configure_logging
+    from msgcap.batch.driver import FORMATS, LOG_NAME, run_batch
     from msgcap.batch.session import spark_session
     from msgcap.lock import writer_locks
-    from props.errors import SourceError
+    from props.errors import MsgcapError, SourceError
     from props.loader import load_settings
 
     formats = tuple(f.strip() for f in args.format.split(",") if f.strip())
@@ -66,24 +71,31 @@ def run(args: argparse.Namespace) -> int:
             raise SourceError(f"{item!r} is not KEY=VALUE", url="--conf")
         conf.append((key.strip(), value))
     settings = load_settings(args.prop)
-    configure_logging(settings, command="msgcap batch", log_to_file=False)
     from pyspark.sql import SparkSession
 
     # one batch per output directory (held until the process ends, released when it stops)
     locks = writer_locks(checkpoint_dir=None, extract=None, trail=None, directory=args.output)
+    log_file = os.path.join(args.output, LOG_NAME)
     started = time.monotonic()
-    existing = SparkSession.getActiveSession()
-    spark = spark_session(args.master, conf=conf, python_env=args.python_env)
-    spark.sparkContext.setLogLevel("ERROR")
     try:
-        result = run_batch(settings, args.input, args.output, spark=spark, formats=formats,
-                           partitions=args.partitions, lines=args.lines,
-                           progress_out=sys.stderr,
-                           progress_interval=args.progress_interval,
-                           rows_output=args.rows_output)
+        configure_logging(settings, command="msgcap batch", log_to_file=True, log_file=log_file)
+        log.info("batch of %s into %s", " ".join(args.input), args.output)
+        existing = SparkSession.getActiveSession()
+        spark = spark_session(args.master, conf=conf, python_env=args.python_env,
+                              jvm_output=log_file)  # Spark's log at its default level, WARN
+        try:
+            result = run_batch(settings, args.input, args.output, spark=spark,
+                               formats=formats, partitions=args.partitions, lines=args.lines,
+                               progress_out=sys.stderr,
+                               progress_interval=args.progress_interval,
+                               rows_output=args.rows_output)
+        finally:
+            if existing is None:
+                spark.stop()
+    except MsgcapError as exc:
+        log.error("stopped by an error: %s", exc, extra=FILE_ONLY)  # the CLI prints the line
+        raise
     finally:
-        if existing is None:
-            spark.stop()
         locks.close()
     print(result.stats.summary())
     for name, path in result.outputs.items():

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from msgcap.batch.driver import LOG_NAME
 from msgcap.trail.reader import TrailFile, sequence_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -228,5 +229,5 @@ def trail_view(prefix: str, *, mask_io_time: bool = False) -> list[tuple[str, di
 
 def output_entries(directory: str = "out") -> list[str]:
     """What a batch left in its output directory besides its writer lock (msgcap/lock.py: the
-    lock file stays, only the kernel's lock goes with the process)."""
-    return sorted(set(os.listdir(directory)) - {"msgcap.lock"})
+    lock file stays, only the kernel's lock goes with the process) and its log."""
+    return sorted(set(os.listdir(directory)) - {"msgcap.lock", LOG_NAME})

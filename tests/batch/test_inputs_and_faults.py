@@ -1,9 +1,12 @@
 """``msgcap batch`` on local[2]: inputs given as URIs, text-line ids, and what goes wrong — an
-unreadable input, a bad property, a parser error under abend — as one line, exit 2, and no
-partial output."""
+unreadable input, a bad property, a parser error under abend, an input gone mid-job, a JVM that
+does not start — as one line, exit 2, and no partial output; Spark's own output in the log."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from msgcap.cli import main
 from props.errors import SourceError
 from props.loader import load_settings
 
-from .conftest import copy_example, output_entries, trail_view
+from .conftest import REPO, copy_example, output_entries, trail_view
 from .test_batch import _messages, _record, _write_jsonl
 
 PROP = "dirprm/jmsvam.properties"
@@ -135,6 +138,66 @@ def test_input_gone_after_listing(local_spark, tmp_path, monkeypatch):
         jobs.line_counts(source, kinds, jobs.broadcast(job))
     assert str(info.value).startswith("cannot read an input:") and "big.jsonl" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+# ``msgcap batch`` whose input is removed once Spark has planned its reads, before any task opens
+# it: the deletion is put at that exact point, the rest is the command as a user runs it.
+VANISHING_INPUT = """\
+import os, sys
+from msgcap.batch.jobs import SparkJobs
+from msgcap.cli import main
+
+planned_reads = SparkJobs.source
+
+def source_then_vanish(self, files, scans):
+    out = planned_reads(self, files, scans)
+    os.unlink(sys.argv[1])
+    return out
+
+SparkJobs.source = source_then_vanish
+sys.exit(main(sys.argv[2:]))
+"""
+JAVA_TRACE = ("\tat org.apache", "Exception in thread", "py4j.protocol.Py4JJavaError",
+              "Caused by:")
+
+
+def _command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The batch in a process of its own: the JVM it starts writes where the user would see."""
+    return subprocess.run([sys.executable, *args], check=False, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+
+
+def test_input_vanishing_mid_job(tmp_path, monkeypatch):
+    """The one line on stderr (no Java stack trace: Spark's output goes to the log), the
+    traces in ``DIR/batch.log``, no output."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("big.jsonl").write_text(Path("messages.jsonl").read_text() * 50)
+    Path("vanish.py").write_text(VANISHING_INPUT)
+    done = _command("vanish.py", "big.jsonl", "batch", "--prop", PROP, "--output", "out",
+                    "--master", "local[1]", "--partitions", "2", "--progress-interval", "-1",
+                    "--input", "big.jsonl")
+    assert done.returncode == 2 and done.stdout == ""
+    error = f"cannot read an input: File file:{tmp_path / 'big.jsonl'} does not exist"
+    assert not any(trace in done.stderr for trace in JAVA_TRACE)
+    assert done.stderr.splitlines() == [f"msgcap batch: error: {error}"]
+    log = Path("out/batch.log").read_text()
+    # the executor's trace (Spark's log) and the driver's (the Py4J error msgcap caught)
+    assert "ERROR Executor: Exception in task" in log and "\tat org.apache.spark" in log
+    assert "py4j.protocol.Py4JJavaError" in log and "java.io.FileNotFoundException" in log
+    assert log.rstrip().endswith(f"ERROR   msgcap.batch: stopped by an error: {error}")
+    assert output_entries() == []
+
+
+def test_jvm_that_does_not_start(tmp_path, monkeypatch):
+    copy_example("delimited", tmp_path, monkeypatch)
+    done = _command("-m", "msgcap.cli", "batch", "--prop", PROP, "--output", "out",
+                    "--input", "messages.jsonl", env={"JAVA_HOME": str(tmp_path / "nojava")})
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [(
+        "msgcap batch: error: local[*]: Spark did not start: [JAVA_GATEWAY_EXITED] Java "
+        "gateway process exited before sending its port number. (its output: out/batch.log)")]
+    assert f"{tmp_path}/nojava/bin/java" in Path("out/batch.log").read_text()  # why, logged
+    assert output_entries() == []
 
 
 def test_empty_inputs_and_names_spark_would_read_otherwise(local_spark, tmp_path, monkeypatch,

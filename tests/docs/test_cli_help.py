@@ -65,6 +65,7 @@ def test_says_where_the_log_goes(help_text):
     default = Settings(trail=TrailSettings(extract="EXTRACT")).log_file
     assert default == "dirrpt/EXTRACT.log"
     assert "msgcap run logs to gg.log.file (default dirrpt/<trail.extract>.log" in text
+    assert "msgcap batch logs to DIR/batch.log of its --output" in text
     assert "The other commands log to stderr." in text
 
 
