@@ -7,9 +7,10 @@ This loop adds what only a live source needs:
   complete; a group ends when no message is ready, at 1000 transactions, when half the broker's
   prefetch window waits for it, or, after the messages the source had ready at once
   (``receive_many``), 200 ms after its first one (``transaction``: after every transaction). At
-  the end of a group the trail (and archive) is flushed and fsynced, the checkpoint replaced, and
-  only then are the group's messages acknowledged. A message held by an open transaction is
-  released with that transaction.
+  the end of a group the trail is flushed and fsynced, the checkpoint replaced, and only then are
+  the group's messages acknowledged. A message held by an open transaction is released with that
+  transaction. Every acknowledgement (a group's, a spill's, a skipped journaled message's) goes
+  through ``_ack``, which makes the archive durable first.
 * **Redelivery**: when the broker connection was lost, whatever is written is made durable and
   the assembler restarts from the trail's state, exactly as after a crash; the broker redelivers
   everything unacknowledged and the duplicate rule (§9.2) skips what the trail already holds.
@@ -48,7 +49,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gendef.durable import fsync_parent
@@ -246,7 +247,7 @@ class Capture:
             return False
         log.warning("message %s: already in the spill journal, skipped", message.name)
         self.pipeline.stats.duplicates += 1
-        self.source.ack([message])
+        self._ack([message])
         return True
 
     def _take(self, message: Message, raw_id: str, result: Processed) -> None:
@@ -321,8 +322,6 @@ class Capture:
             return
         writer = self.writer
         pos = writer.flush_durable()
-        if self.archive is not None:
-            self.archive.flush_durable()
         if self.checkpoint is not None and self._group_txs:
             self.checkpoint.save(Checkpoint(
                 file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
@@ -337,7 +336,14 @@ class Capture:
         if self._spilled and self.pipeline.assembler.open_transaction is None:
             self._drop_spill()
         if ack:
-            self.source.ack(done, discarded)
+            self._ack(done, discarded)
+
+    def _ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
+        """The one way to the source's ``ack``: the archive first (properties.md §10.3), so
+        that whatever a source forgets is in the archive, a spill's or a discard's included."""
+        if self.archive is not None:
+            self.archive.flush_durable()
+        self.source.ack(done, discarded)
 
     # -- the spill journal of long transactions -------------------------------------------------
 
@@ -366,7 +372,7 @@ class Capture:
         self._journaled.update(raw for _, raw in held)
         self.spilled_messages += len(held)
         messages = [m for m, _ in held]
-        self.source.ack(messages)
+        self._ack(messages)
         for m in messages:
             m.body, m.headers = b"", {}
 
