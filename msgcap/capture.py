@@ -45,22 +45,21 @@ transaction are released (acknowledged) with the transaction, from ``_held``, no
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from gendef.durable import fsync_parent
 from msgcap.archive import Archive
 from msgcap.checkpoint import Checkpoint, CheckpointFile
-from msgcap.dumps import entry_line, message_from_entry
+from msgcap.dumps import entry_line, jsonl_message
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
 from parsers.model import Message
-from props.errors import MessageError, MsgcapError
+from props.errors import MessageError, MsgcapError, SourceError
 
 if TYPE_CHECKING:
     from msgcap.assembler import Assembled, Assembler
@@ -388,34 +387,27 @@ class Capture:
         """Before consuming: run a spill journal left by the previous run through the pipeline.
 
         Its messages were acknowledged already; the trail's duplicate rule skips what a completed
-        transaction wrote. A cut last line (crash while spilling) was never acknowledged and
-        comes again from the source. Returns the number of messages replayed.
+        transaction wrote. The journal is read line by line and each message's body dropped once
+        it is assembled, so the replay needs memory for one entry, not the journal. A cut last
+        line (a crash or a failed write while spilling) was never acknowledged and comes again
+        from the source: it is truncated away before anything is appended. Any other damaged
+        line stops the run with an error naming it. Returns the number of messages replayed.
         """
-        if self.spill_path is None or not os.path.exists(self.spill_path):
+        path = self.spill_path
+        if path is None or not os.path.exists(path):
             return 0
-        with open(self.spill_path, "rb") as fh:
-            lines = fh.read().split(b"\n")
         count = 0
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                message = message_from_entry(json.loads(raw), f"{self.spill_path}:{number}")
-            except ValueError:
-                if number >= len(lines) - 1:
-                    log.warning("%s: cut last entry ignored (it was not acknowledged)",
-                                self.spill_path)
-                    break
-                raise
+        for message in _journal(path):
             self._journaled.add(message.id)
             result = self.pipeline.process(message)
+            message.body, message.headers = b"", {}
             for _, position in result.written:
                 self._group_txs += 1
                 self._count_bytes(position)
             count += 1
         self._spilled = True
         self.spilled_messages = count
-        log.info("replayed %d messages of an open transaction from %s", count, self.spill_path)
+        log.info("replayed %d messages of an open transaction from %s", count, path)
         self._flush(ack=False)
         if self.pipeline.assembler.open_transaction is None:
             self._drop_spill()
@@ -444,3 +436,41 @@ class Capture:
         if self._spilled:
             self.recover_spill()
         log.info("reconnected after %s; unacknowledged messages will be redelivered", reason)
+
+
+def _journal(path: str) -> Iterator[Message]:
+    """The messages of a spill journal, one line at a time; a cut last line is cut off the file.
+
+    A line is whole when it ends with its newline: a spill is acknowledged only after all its
+    lines are written and fsynced, so an unterminated or damaged last line was never
+    acknowledged (its message comes again from the source), and the next spill must not be
+    glued to it.
+    """
+    whole = 0  # bytes up to the end of the last whole entry
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                if not raw.endswith(b"\n"):
+                    break  # the cut last line (only the last can lack its newline)
+                try:
+                    message = jsonl_message(raw[:-1], path, number)
+                except SourceError:
+                    if fh.read(1):
+                        raise  # damage before the end, not a cut: SourceError names path:line
+                    break
+                whole += len(raw)
+                if message is not None:
+                    yield message
+            size = fh.seek(0, os.SEEK_END)
+    except OSError as exc:
+        raise MsgcapError(f"{path}: cannot read the spill journal: {exc.strerror}") from None
+    if whole == size:
+        return
+    log.warning("%s: cut last entry ignored (it was not acknowledged); removed", path)
+    try:
+        with open(path, "r+b") as fh:
+            fh.truncate(whole)
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise MsgcapError(f"{path}: cannot remove the cut last entry of the spill journal: "
+                          f"{exc.strerror}") from None
