@@ -430,6 +430,8 @@ class Capture:
         self._flush(ack=False)
         self._drop_open()
         self._held.clear()
+        if self.archive is not None:
+            self.archive.reconnected()
         if self._restart is None:
             raise MsgcapError("the source reconnected and the assembler cannot be restarted")
         self.pipeline.assembler = self._restart()

@@ -17,7 +17,6 @@ from msgcap.archive import Archive
 from msgcap.dumps import entry_line
 from parsers.model import Message
 from tests.live.conftest import Work
-from tests.live.test_lost_acks import LosingSource
 from tests.live.test_long_transactions import (
     Crash,
     Run,
@@ -28,6 +27,7 @@ from tests.live.test_long_transactions import (
     spanning,
     whole,
 )
+from tests.live.test_lost_acks import LosingSource
 
 SPILL_AT = 1000  # msgcap run's threshold on a spool directory (no broker window)
 
@@ -75,8 +75,8 @@ def test_a_kill_after_a_spill_leaves_every_moved_message_in_the_archive(work) ->
     assert sorted(archived(work.root / "dirarc")) == sorted({*names, f"{SPILL_AT + 11:05d}.msg"})
 
 
-def journal(home) -> Path:
-    return home.root / "dirchk" / "SALES.spill.jsonl"
+def journal(work: Work) -> Path:
+    return work.root / "dirchk" / "SALES.spill.jsonl"
 
 
 def test_a_cut_journal_tail_is_truncated_before_the_next_spill(home, caplog) -> None:  # noqa: F811
