@@ -79,7 +79,9 @@ def journal(work: Work) -> Path:
     return work.root / "dirchk" / "SALES.spill.jsonl"
 
 
-def test_a_cut_journal_tail_is_truncated_before_the_next_spill(home, caplog) -> None:  # noqa: F811
+@pytest.mark.parametrize("kept", ["half", "all but its newline"])
+def test_a_cut_journal_tail_is_truncated_before_the_next_spill(home, caplog,  # noqa: F811
+                                                               kept) -> None:
     bodies = whole(home, 1) + spanning(home, 2, 300)
     source = ScriptedSource(bodies, crash_after=100)
     with pytest.raises(Crash):
@@ -88,7 +90,7 @@ def test_a_cut_journal_tail_is_truncated_before_the_next_spill(home, caplog) -> 
     assert good.count(b"\n") == 80
     # the next spill's write failed half-way (checkpoint.dir full): a cut line, not acknowledged
     cut = entry_line(Message("m000081", {}, bodies[81]), id="m000081").encode()
-    journal(home).write_bytes(good + cut[: len(cut) // 2])
+    journal(home).write_bytes(good + (cut[: len(cut) // 2] if kept == "half" else cut[:-1]))
     # a run that replays it, spills more (acknowledged), then is killed inside the transaction
     source.crash_after, source.epoch, source.pos = source.delivered + 120, source.epoch + 1, 0
     with caplog.at_level("WARNING", logger="msgcap.capture"), pytest.raises(Crash):
