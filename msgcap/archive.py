@@ -5,12 +5,20 @@ after ``trail.megabytes``; every start opens a new file, so an entry cut by a cr
 another appended after it. Entries carry the raw source id and ``"received"``; they are made
 durable with the trail's policy before any message is acknowledged, so ``msgcap replay`` of the
 archive sees at least every acknowledged message.
+
+Once means once per message, not per delivery: after the source reconnected (``reconnected``),
+a broker redelivers what it had not seen acknowledged — at most its prefetch window, all among
+the messages consumed last — and those are not archived again. The raw ids of the last
+``REMEMBERED`` consumed messages are kept for that. Across a restart nothing is remembered: a
+message archived but not acknowledged before a stop or a crash is archived again when it is
+delivered again (``msgcap replay`` of the archive skips it as a duplicate).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, BinaryIO
@@ -22,6 +30,8 @@ from props.errors import SourceError
 
 if TYPE_CHECKING:
     from props.settings import SyncMode
+
+REMEMBERED = 20_000  # raw ids: far more than a broker redelivers (jms.prefetch, 1000 by default)
 
 
 class Archive:
@@ -41,10 +51,18 @@ class Archive:
         self._dirty = False
         self.path = ""
         self.files: list[str] = []
+        self._lately: OrderedDict[str, None] = OrderedDict()  # raw ids consumed lately
+        self._again: OrderedDict[str, None] = OrderedDict()  # ... that may be redelivered
 
     def append(self, message: Message, received: datetime | None = None, *,
                id: str | None = None) -> None:
-        """Add one consumed message; ``id``: its raw id, once the pipeline replaced it."""
+        """Add one consumed message, unless it is one redelivered after ``reconnected``;
+        ``id``: its raw id, once the pipeline replaced it."""
+        raw = message.id if id is None else id
+        _remember(self._lately, raw)
+        if raw in self._again:
+            del self._again[raw]
+            return
         now = received or self._clock()
         day = now.strftime("%Y%m%d")
         line = entry_line(message, id=id, received=now.isoformat(timespec="microseconds")
@@ -86,6 +104,13 @@ class Archive:
                 raise SourceError(f"cannot create the archive: {exc.strerror}",
                                   url=self.path) from None
 
+    def reconnected(self) -> None:
+        """The source reconnected: what was consumed lately may be delivered again (it was not
+        acknowledged, or its acknowledgement was lost), and is archived already."""
+        for raw in self._lately:
+            _remember(self._again, raw)
+        self._lately.clear()
+
     def flush_durable(self) -> None:
         """Everything appended so far reaches the file (and the disk, unless sync is none)."""
         if self._fh is None or not self._dirty:
@@ -106,3 +131,11 @@ class Archive:
 
     def close(self) -> None:
         self._close_file()
+
+
+def _remember(ids: OrderedDict[str, None], raw: str) -> None:
+    """Add ``raw`` as the newest of ``ids``, forgetting the oldest past ``REMEMBERED``."""
+    ids[raw] = None
+    ids.move_to_end(raw)
+    if len(ids) > REMEMBERED:
+        ids.popitem(last=False)

@@ -7,9 +7,10 @@ This loop adds what only a live source needs:
   complete; a group ends when no message is ready, at 1000 transactions, when half the broker's
   prefetch window waits for it, or, after the messages the source had ready at once
   (``receive_many``), 200 ms after its first one (``transaction``: after every transaction). At
-  the end of a group the trail (and archive) is flushed and fsynced, the checkpoint replaced, and
-  only then are the group's messages acknowledged. A message held by an open transaction is
-  released with that transaction.
+  the end of a group the trail is flushed and fsynced, the checkpoint replaced, and only then are
+  the group's messages acknowledged. A message held by an open transaction is released with that
+  transaction. Every acknowledgement (a group's, a spill's, a skipped journaled message's) goes
+  through ``_ack``, which makes the archive durable first.
 * **Redelivery**: when the broker connection was lost, whatever is written is made durable and
   the assembler restarts from the trail's state, exactly as after a crash; the broker redelivers
   everything unacknowledged and the duplicate rule (§9.2) skips what the trail already holds.
@@ -44,22 +45,21 @@ transaction are released (acknowledged) with the transaction, from ``_held``, no
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from gendef.durable import fsync_parent
 from msgcap.archive import Archive
 from msgcap.checkpoint import Checkpoint, CheckpointFile
-from msgcap.dumps import entry_line, message_from_entry
+from msgcap.dumps import entry_line, jsonl_message
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
 from parsers.model import Message
-from props.errors import MessageError, MsgcapError
+from props.errors import MessageError, MsgcapError, SourceError
 
 if TYPE_CHECKING:
     from msgcap.assembler import Assembled, Assembler
@@ -246,7 +246,7 @@ class Capture:
             return False
         log.warning("message %s: already in the spill journal, skipped", message.name)
         self.pipeline.stats.duplicates += 1
-        self.source.ack([message])
+        self._ack([message])
         return True
 
     def _take(self, message: Message, raw_id: str, result: Processed) -> None:
@@ -321,8 +321,6 @@ class Capture:
             return
         writer = self.writer
         pos = writer.flush_durable()
-        if self.archive is not None:
-            self.archive.flush_durable()
         if self.checkpoint is not None and self._group_txs:
             self.checkpoint.save(Checkpoint(
                 file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
@@ -337,7 +335,14 @@ class Capture:
         if self._spilled and self.pipeline.assembler.open_transaction is None:
             self._drop_spill()
         if ack:
-            self.source.ack(done, discarded)
+            self._ack(done, discarded)
+
+    def _ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
+        """The one way to the source's ``ack``: the archive first (properties.md §10.3), so
+        that whatever a source forgets is in the archive, a spill's or a discard's included."""
+        if self.archive is not None:
+            self.archive.flush_durable()
+        self.source.ack(done, discarded)
 
     # -- the spill journal of long transactions -------------------------------------------------
 
@@ -366,7 +371,7 @@ class Capture:
         self._journaled.update(raw for _, raw in held)
         self.spilled_messages += len(held)
         messages = [m for m, _ in held]
-        self.source.ack(messages)
+        self._ack(messages)
         for m in messages:
             m.body, m.headers = b"", {}
 
@@ -382,34 +387,27 @@ class Capture:
         """Before consuming: run a spill journal left by the previous run through the pipeline.
 
         Its messages were acknowledged already; the trail's duplicate rule skips what a completed
-        transaction wrote. A cut last line (crash while spilling) was never acknowledged and
-        comes again from the source. Returns the number of messages replayed.
+        transaction wrote. The journal is read line by line and each message's body dropped once
+        it is assembled, so the replay needs memory for one entry, not the journal. A cut last
+        line (a crash or a failed write while spilling) was never acknowledged and comes again
+        from the source: it is truncated away before anything is appended. Any other damaged
+        line stops the run with an error naming it. Returns the number of messages replayed.
         """
-        if self.spill_path is None or not os.path.exists(self.spill_path):
+        path = self.spill_path
+        if path is None or not os.path.exists(path):
             return 0
-        with open(self.spill_path, "rb") as fh:
-            lines = fh.read().split(b"\n")
         count = 0
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                message = message_from_entry(json.loads(raw), f"{self.spill_path}:{number}")
-            except ValueError:
-                if number >= len(lines) - 1:
-                    log.warning("%s: cut last entry ignored (it was not acknowledged)",
-                                self.spill_path)
-                    break
-                raise
+        for message in _journal(path):
             self._journaled.add(message.id)
             result = self.pipeline.process(message)
+            message.body, message.headers = b"", {}
             for _, position in result.written:
                 self._group_txs += 1
                 self._count_bytes(position)
             count += 1
         self._spilled = True
         self.spilled_messages = count
-        log.info("replayed %d messages of an open transaction from %s", count, self.spill_path)
+        log.info("replayed %d messages of an open transaction from %s", count, path)
         self._flush(ack=False)
         if self.pipeline.assembler.open_transaction is None:
             self._drop_spill()
@@ -432,9 +430,49 @@ class Capture:
         self._flush(ack=False)
         self._drop_open()
         self._held.clear()
+        if self.archive is not None:
+            self.archive.reconnected()
         if self._restart is None:
             raise MsgcapError("the source reconnected and the assembler cannot be restarted")
         self.pipeline.assembler = self._restart()
         if self._spilled:
             self.recover_spill()
         log.info("reconnected after %s; unacknowledged messages will be redelivered", reason)
+
+
+def _journal(path: str) -> Iterator[Message]:
+    """The messages of a spill journal, one line at a time; a cut last line is cut off the file.
+
+    A line is whole when it ends with its newline: a spill is acknowledged only after all its
+    lines are written and fsynced, so an unterminated or damaged last line was never
+    acknowledged (its message comes again from the source), and the next spill must not be
+    glued to it.
+    """
+    whole = 0  # bytes up to the end of the last whole entry
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                if not raw.endswith(b"\n"):
+                    break  # the cut last line (only the last can lack its newline)
+                try:
+                    message = jsonl_message(raw[:-1], path, number)
+                except SourceError:
+                    if fh.read(1):
+                        raise  # damage before the end, not a cut: SourceError names path:line
+                    break
+                whole += len(raw)
+                if message is not None:
+                    yield message
+            size = fh.seek(0, os.SEEK_END)
+    except OSError as exc:
+        raise MsgcapError(f"{path}: cannot read the spill journal: {exc.strerror}") from None
+    if whole == size:
+        return
+    log.warning("%s: cut last entry ignored (it was not acknowledged); removed", path)
+    try:
+        with open(path, "r+b") as fh:
+            fh.truncate(whole)
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise MsgcapError(f"{path}: cannot remove the cut last entry of the spill journal: "
+                          f"{exc.strerror}") from None
