@@ -56,7 +56,9 @@ class Source(ABC):
         return True
 
     def open(self) -> None:  # noqa: B027 - optional: a source with nothing to prepare
-        """Connect / prepare; errors that must stop capture raise ``SourceError``."""
+        """Connect / prepare; errors that must stop capture raise ``SourceError``. A source
+        that can reconnect may return unconnected (``connected`` False) after a failure that a
+        retry may cure: ``receive_many`` tries again."""
 
     @abstractmethod
     def receive(self, timeout: float) -> Message | None:

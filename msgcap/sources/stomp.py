@@ -319,6 +319,7 @@ class StompSource(Source):
         self._backoff = backoff or Backoff()
         self._next_attempt = 0.0  # monotonic time of the next connection attempt
         self._up_since, self._proven = 0.0, False  # the connection's start; whether it worked
+        self._connection = ""  # where it is, for the log
         self._failures = failures or Tally()  # failed attempts and lost connections: the log
         self._failures_since: float | None = None  # the first since a connection last worked
         self._failure_count = 0
@@ -423,8 +424,10 @@ class StompSource(Source):
             return
         self._conn, self.endpoint = conn, endpoint
         self._up_since, self._proven = time.monotonic(), False
+        self._connection = f"{endpoint.url} ({broker.name}), consuming {self.destination}"
+        # after failures, said once it worked (``_worked``), not at each attempt
         (log.debug if self._failures_since is not None else log.info)(
-            "connected to %s (%s), consuming %s", endpoint.url, broker.name, self.destination)
+            "connected to %s", self._connection)
 
     def _failed(self, what: str, *, at_once: bool = False) -> None:
         """A connection attempt failed, or a connection was lost: schedule the next attempt
@@ -442,7 +445,7 @@ class StompSource(Source):
             log.warning("%s; %s (until a connection works, failures are logged once a minute)",
                         what, retry)
         elif count:
-            log.warning("%d connection failures in the last %.0f s, the last: %s; %s", count,
+            log.warning("%s in the last %.0f s, the last: %s; %s", _failure_text(count),
                         self._failures.span, what, retry)
 
     def _worked(self) -> None:
@@ -452,10 +455,8 @@ class StompSource(Source):
         self._backoff.reset()
         self._failures.reset()
         if self._failures_since is not None:
-            log.info("connected to %s (%s), consuming %s, after %d failed connection attempts "
-                     "in %.0f s", self.endpoint.url if self.endpoint else self.url,
-                     self.broker.name if self.broker else "?", self.destination,
-                     self._failure_count, time.monotonic() - self._failures_since)
+            log.info("connected to %s, after %s in %.0f s", self._connection,
+                     _failure_text(self._failure_count), time.monotonic() - self._failures_since)
         self._failures_since = None
 
     def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:
@@ -613,6 +614,10 @@ class StompSource(Source):
         if self.acknowledged:
             log.info("%d messages acknowledged with %d ACK frames (jms.ack=%s)",
                      self.acknowledged, self.ack_frames, self._ack_mode)
+
+
+def _failure_text(count: int) -> str:
+    return f"{count} connection failure{'' if count == 1 else 's'}"
 
 
 def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: bool) -> Message:
