@@ -19,7 +19,9 @@ This loop adds what only a live source needs:
   unacknowledged. ``discard`` is the pipeline's, the loop only acknowledges after durability.
 * **Stop**: ``stop()`` (SIGTERM/SIGINT) lets an open transaction finish (up to ``stop_grace``
   seconds without a message), then flushes and returns; ``max_idle`` ends a run that has seen no
-  message for that long (demos, tests) — but never inside a transaction: then it says, every
+  message for that long (demos, tests), connected or not: time spent reconnecting counts (a
+  broker that cannot be reached must not keep a run alive) — but never inside a transaction:
+  then it says, every
   ``WAIT_REPORT_SECONDS``, which transaction it is waiting for.
 * **Status**: after each durable group the pipeline's statistics learn the durable position
   (``Pipeline.mark_durable``); reports and the summary show it beside what was merely written.
@@ -161,7 +163,8 @@ class Capture:
                         break
                 elif self.max_idle is not None and now - last_message >= self.max_idle:
                     if open_tx is None:
-                        log.info("no message for %.1f s: stopping", self.max_idle)
+                        log.info("no message for %.1f s%s: stopping", self.max_idle,
+                                 "" if source.connected else " (not connected to the source)")
                         break
                     if waiting_said is None or now - waiting_said >= WAIT_REPORT_SECONDS:
                         waiting_said = now
@@ -181,9 +184,8 @@ class Capture:
                         timeout = min(timeout, max(0.0, last_message + self.max_idle - now))
                 try:
                     messages = source.receive_many(timeout)
-                except Redelivery as event:
+                except Redelivery as event:  # an outage counts as idle time (--max-idle)
                     self._redelivery(str(event))
-                    last_message = clock()  # the outage is not idleness
                     continue
                 except Unreadable as bad:
                     self._unreadable(bad.message, bad.error)
@@ -421,7 +423,7 @@ class Capture:
             log.error("could not make the last group durable: %s", exc)
 
     def _redelivery(self, reason: str) -> None:
-        """The source reconnected: what was not acknowledged comes again.
+        """The source lost its connection: what was not acknowledged will come again.
 
         What is written is made durable (acks of the old connection are void), then the pipeline
         restarts as after a crash: from the trail, plus the spill journal of an open transaction.
@@ -437,7 +439,7 @@ class Capture:
         self.pipeline.assembler = self._restart()
         if self._spilled:
             self.recover_spill()
-        log.info("reconnected after %s; unacknowledged messages will be redelivered", reason)
+        log.debug("%s: unacknowledged messages will be redelivered", reason)
 
 
 def _journal(path: str) -> Iterator[Message]:

@@ -15,6 +15,7 @@ heartbeat is a quiet source, and a heartbeat that stops advancing is a stuck cap
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -27,8 +28,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
 from msgcap.pipeline import OP_LABELS, Stats
+from msgcap.tally import Tally
 
 log = logging.getLogger("msgcap.report")
+
+# report.http: connections served at once, and the time each has for its request and answer.
+MAX_CONNECTIONS = 16
+REQUEST_SECONDS = 3.0
+_BUSY_TEXT = b"too many connections\n"
+_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: "
+         + str(len(_BUSY_TEXT)).encode() + b"\r\nConnection: close\r\n\r\n" + _BUSY_TEXT)
 
 
 def lag_seconds(stats: Stats, now_us: int) -> float | None:
@@ -201,9 +210,63 @@ def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
 
 
 class _Server(ThreadingHTTPServer):
-    """The endpoint's server: a client that goes away is its own business, not a traceback."""
+    """The endpoint's server, bounded: any local user can connect, so a connection may never hold
+    a thread and a descriptor of the capture for long. At most ``MAX_CONNECTIONS`` at once (one
+    more is answered 503 and closed at once, on the accepting thread), and each gets
+    ``REQUEST_SECONDS`` in all for its request and answer: a per-read timeout alone would let a
+    client sending a byte every few seconds hold on forever. A client that goes away is its own
+    business, not a traceback."""
 
     daemon_threads = True
+    request_queue_size = 4 * MAX_CONNECTIONS  # the kernel's, before accept: no descriptor of ours
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()
+        self._deadlines: dict[socket.socket, float] = {}  # open connections → when they end
+        self._refused = Tally()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            busy = len(self._deadlines) >= MAX_CONNECTIONS
+            if not busy:
+                self._deadlines[request] = time.monotonic() + REQUEST_SECONDS
+        if busy:
+            self._refuse(request, client_address)
+        else:
+            super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._lock:
+                self._deadlines.pop(request, None)
+
+    def _refuse(self, request: socket.socket, client_address: Any) -> None:
+        """503 and close, without reading the request: never waits for the client."""
+        with contextlib.suppress(OSError):
+            request.setblocking(False)
+            request.send(_BUSY)
+        self.shutdown_request(request)
+        count = self._refused.add()
+        if count == 1 and not self._refused.span:
+            log.warning("http: connection from %s refused: %d connections are open, the most "
+                        "report.http serves at once; further refusals are counted and logged "
+                        "once a minute", address_text(client_address), MAX_CONNECTIONS)
+        elif count:
+            log.warning("http: %d connections refused in the last %.0f s (more than %d at once)",
+                        count, self._refused.span, MAX_CONNECTIONS)
+
+    def service_actions(self) -> None:
+        """Between accepts (every ``poll_interval``): end the connections past their deadline.
+        Shutting a socket down wakes its handler's read (the handler thread closes it)."""
+        now = time.monotonic()
+        with self._lock:
+            late = [request for request, deadline in self._deadlines.items() if deadline <= now]
+        for request in late:
+            with contextlib.suppress(OSError):  # ended meanwhile
+                request.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]
@@ -229,6 +292,8 @@ class HttpReport:
         report = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = REQUEST_SECONDS  # each read; the server's deadline bounds the whole
+
             def do_GET(self) -> None:
                 report._serve(self)
 

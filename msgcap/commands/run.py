@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="properties file (e.g. dirprm/jmsvam.properties)")
     parser.add_argument("--max-idle", type=float, default=None, metavar="SECONDS",
                         help="stop when no message arrived for SECONDS and no transaction is "
-                             "open (demos, tests); default: run until stopped")
+                             "open, connected to the broker or not (demos, tests); default: run "
+                             "until stopped")
     parser.add_argument("--stop-grace", type=float, default=30.0, metavar="SECONDS",
                         help="on SIGTERM/SIGINT, wait at most SECONDS without a message for an "
                              "open transaction to end (default 30)")

@@ -5,7 +5,7 @@ far the trail has got:
 
 * ``receive_many(timeout)`` returns the messages that are ready, in order, or none when none
   arrived in time (the loop uses that to end a commit group); ``receive`` returns one. They raise
-  ``Redelivery`` when the connection was lost and re-established: every message not yet
+  ``Redelivery`` when the connection was lost (later calls reconnect): every message not yet
   acknowledged will be delivered again, so the loop must drop whatever is not durable (the open
   transaction, the messages it was holding). They raise ``Unreadable`` for a message that cannot
   be read as one (for ``error.policy``).
@@ -64,7 +64,7 @@ def entry_bytes(limit: int) -> int:
 
 
 class Redelivery(Exception):
-    """The connection was lost and is back: unacknowledged messages will come again."""
+    """The connection was lost: unacknowledged messages will come again once it is back."""
 
 
 class Unreadable(Exception):
@@ -91,7 +91,9 @@ class Source(ABC):
         return True
 
     def open(self) -> None:  # noqa: B027 - optional: a source with nothing to prepare
-        """Connect / prepare; errors that must stop capture raise ``SourceError``."""
+        """Connect / prepare; errors that must stop capture raise ``SourceError``. A source
+        that can reconnect may return unconnected (``connected`` False) after a failure that a
+        retry may cure: ``receive_many`` tries again."""
 
     @abstractmethod
     def receive(self, timeout: float) -> Message | None:

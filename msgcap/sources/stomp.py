@@ -16,9 +16,14 @@
   broker's receipt before the capture may acknowledge the original.
 * stomp.py's receiver thread only records: ``_FrameReader`` splits what it reads into frames and
   puts a read's messages into the ``_Inbox`` at once, a lost connection becomes a marker there
-  too. The capture takes all that is there at once (``receive_many``). Reconnecting (next
-  ``jms.url`` entry, ``Backoff``) and re-subscribing happen in ``receive_many`` on the capture
-  thread, which then raises ``Redelivery``.
+  too. The capture takes all that is there at once (``receive_many``), which raises
+  ``Redelivery`` for a loss. Reconnecting (next ``jms.url`` entry) and re-subscribing happen in
+  later ``receive_many`` calls on the capture thread, once the back-off allows, so the capture
+  loop keeps control (``--max-idle``, reports) while the broker is away. A connection that
+  worked (up ``STABLE_SECONDS``, or a message acknowledged through it) is tried again at once
+  when lost; one lost soon after it opened counts as a failed attempt: a broker or proxy that
+  accepts, subscribes and drops every connection gets the growing back-off, and the log says
+  it once a minute with a count (``Tally``), not once per attempt.
 * A body is text only where the transport says so, never because its bytes look like UTF-8 (a
   binary record can): ActiveMQ sends ``content-length`` for BytesMessages only, so a frame
   without it is a TextMessage; other brokers send it always, and there a ``content-type`` of
@@ -61,6 +66,7 @@ from urllib.parse import urlsplit
 
 from msgcap.sources.base import HEADER_BYTES, Redelivery, Source, Unreadable, too_large
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
+from msgcap.tally import Tally
 from parsers.model import Message
 from props.errors import MsgcapError, PropertyError, SourceError
 
@@ -87,6 +93,9 @@ RECEIPT_TIMEOUT = 30.0
 # a second. A broker configured with a larger page size lets jms.ack.batch go higher.
 ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
+# A connection that stayed up this long, or through which a message was acknowledged, worked:
+# after it is lost msgcap reconnects at once and the back-off starts again from its first delay.
+STABLE_SECONDS = 10.0
 # How often frames count as a heart-beat for stomp.py's monitor (which waits 1.5 heart-beats).
 SIGN_OF_LIFE_SECONDS = 0.1
 
@@ -162,11 +171,8 @@ def refusal(broker: BrokerKind, url: str, *, selector: str | None,
 
 
 class Backoff:
-    """Delay before the next connection attempt: 0.1 s doubling to 30 s, plus up to 10 % jitter.
-
-    ``wait`` sleeps in one interruptible wait on ``stop`` (set from a signal handler); ``clock``,
-    ``rand`` and ``sleeper`` are injectable so tests run on a fake clock.
-    """
+    """Delay before the next connection attempt: 0.1 s doubling to 30 s, plus up to 10 % jitter
+    (``rand`` is injectable so tests know the delays)."""
 
     def __init__(self, first: float = 0.1, cap: float = 30.0, jitter: float = 0.1,
                  rand: Callable[[], float] = random.random) -> None:
@@ -284,13 +290,17 @@ class _Listener:
 
 
 class StompSource(Source):
-    """Consumes one destination from the first reachable broker of ``jms.url``."""
+    """Consumes one destination from the first reachable broker of ``jms.url``.
+
+    ``backoff`` (the delays between attempts) and ``failures`` (how often failures are logged)
+    are injectable so tests need not wait for their real times."""
 
     def __init__(self, urls: Sequence[str], destination: str, *, user: str | None = None,
                  password: str | None = None, prefetch: int = 1000,
                  heartbeat: tuple[int, int] = (10000, 10000), ssl_ca: str | None = None,
                  ssl_cert: str | None = None, ssl_key: str | None = None,
                  client_id: str = "MSGCAP", backoff: Backoff | None = None,
+                 failures: Tally | None = None,
                  vhost: str = "/", selector: str | None = None, ack: str = "client",
                  ack_batch: int | None = None, id_mode: str = "time",
                  max_bytes: int = 16777216) -> None:
@@ -314,6 +324,12 @@ class StompSource(Source):
         self._listener: _Listener | None = None
         self.broker: BrokerKind | None = None
         self._backoff = backoff or Backoff()
+        self._next_attempt = 0.0  # monotonic time of the next connection attempt
+        self._up_since, self._proven = 0.0, False  # the connection's start; whether it worked
+        self._connection = ""  # where it is, for the log
+        self._failures = failures or Tally()  # failed attempts and lost connections: the log
+        self._failures_since: float | None = None  # the first since a connection last worked
+        self._failure_count = 0
         self._inbox = _Inbox()
         self._stop = threading.Event()
         self._conn: Any = None
@@ -348,78 +364,107 @@ class StompSource(Source):
     # -- connection ---------------------------------------------------------------------------
 
     def open(self) -> None:
-        self._connect()
+        """The first connection attempt; if it fails, ``receive_many`` tries again."""
+        self._attempt()
 
-    def _connect(self) -> None:
-        """Connect to the next reachable endpoint and subscribe; retries forever until stopped."""
+    def _attempt(self) -> None:
+        """One attempt: connect to the next endpoint of the list and subscribe. A failure that
+        a retry may cure is logged (``_failed``) and the next attempt scheduled; one that no
+        retry can cure raises ``SourceError`` / ``PropertyError``."""
         import stomp
         from stomp.exception import StompException
 
-        while not self._stop.is_set():
-            endpoint = self.endpoints[self._next_endpoint]
-            self._next_endpoint = (self._next_endpoint + 1) % len(self.endpoints)
-            self._epoch += 1
-            listener = _Listener(self, self._epoch)
-            conn = stomp.Connection12(
-                [(endpoint.host, endpoint.port)], heartbeats=self._heartbeat,
-                heart_beat_receive_scale=1.5, auto_decode=False, auto_content_length=False,
-                reconnect_attempts_max=1, reconnect_sleep_initial=0.0, reconnect_sleep_max=0.0,
-                timeout=CONNECT_TIMEOUT, try_loopback_connect=False, vhost=self._vhost)
-            if endpoint.tls:
-                set_tls(conn, endpoint, self._tls_files())
-            _FrameReader(conn.transport, self._deliverer(self._epoch), self.max_bytes)
-            conn.set_listener("msgcap", listener)
-            # The client-id makes the broker refuse us while it still holds our previous
-            # connection (after a crash or a lost link): its unacknowledged messages must go
-            # back to the queue before we subscribe, or they would come after newer ones.
-            headers = {"client-id": self._client_id}
-            failure = None
-            try:
-                # stomp.py's own wait has no deadline: wait for the listener instead.
-                conn.connect(self._user, self._password, wait=False, headers=headers)
-                if not listener.answered.wait(CONNECT_TIMEOUT):
-                    failure = "no CONNECTED frame in time"
-                elif not conn.is_connected():
-                    failure = listener.connect_error or "connection closed"
-            except (StompException, OSError) as exc:
-                failure = str(exc) or type(exc).__name__
-            if failure is not None:
-                quiet_disconnect(conn)
-                refused = listener.connect_error
-                if refused is not None and "already connected" not in refused:
-                    raise SourceError(f"broker refused the connection: {refused}",
-                                      url=endpoint.url)
-                if endpoint.tls and refused is None:
-                    failure = tls_failure(endpoint, self._tls_files(), failure)
-                delay = self._backoff.delay()
-                log.warning("cannot connect to %s (%s); retrying in %.1f s", endpoint.url,
-                            failure, delay)
-                self._stop.wait(delay)
-                continue
-            broker = BrokerKind(listener.server)
-            problem = refusal(broker, endpoint.url, selector=self._selector,
-                              id_mode=self._id_mode)
-            if problem is not None:
-                quiet_disconnect(conn)
-                raise problem
-            self._connected_epoch, self.broker, self._listener = self._epoch, broker, listener
-            refused = self._subscribe(conn, listener, broker)
-            if refused is not None:
-                quiet_disconnect(conn)
-                if listener.refused is not None:  # an ERROR frame: no retry can cure it
-                    raise SourceError(f"{broker.name} refused the subscription to "
-                                      f"{self.destination}: {refused}", url=endpoint.url)
-                delay = self._backoff.delay()
-                log.warning("cannot subscribe at %s (%s); retrying in %.1f s", endpoint.url,
-                            refused, delay)
-                self._connected_epoch = -1
-                self._stop.wait(delay)
-                continue
-            self._conn, self.endpoint = conn, endpoint
-            self._backoff.reset()
-            log.info("connected to %s (%s), consuming %s", endpoint.url, broker.name,
-                     self.destination)
+        endpoint = self.endpoints[self._next_endpoint]
+        self._next_endpoint = (self._next_endpoint + 1) % len(self.endpoints)
+        self._epoch += 1
+        listener = _Listener(self, self._epoch)
+        conn = stomp.Connection12(
+            [(endpoint.host, endpoint.port)], heartbeats=self._heartbeat,
+            heart_beat_receive_scale=1.5, auto_decode=False, auto_content_length=False,
+            reconnect_attempts_max=1, reconnect_sleep_initial=0.0, reconnect_sleep_max=0.0,
+            timeout=CONNECT_TIMEOUT, try_loopback_connect=False, vhost=self._vhost)
+        if endpoint.tls:
+            set_tls(conn, endpoint, self._tls_files())
+        _FrameReader(conn.transport, self._deliverer(self._epoch), self.max_bytes)
+        conn.set_listener("msgcap", listener)
+        # The client-id makes the broker refuse us while it still holds our previous
+        # connection (after a crash or a lost link): its unacknowledged messages must go
+        # back to the queue before we subscribe, or they would come after newer ones.
+        headers = {"client-id": self._client_id}
+        failure = None
+        try:
+            # stomp.py's own wait has no deadline: wait for the listener instead.
+            conn.connect(self._user, self._password, wait=False, headers=headers)
+            if not listener.answered.wait(CONNECT_TIMEOUT):
+                failure = "no CONNECTED frame in time"
+            elif not conn.is_connected():
+                failure = listener.connect_error or "connection closed"
+        except (StompException, OSError) as exc:
+            failure = str(exc) or type(exc).__name__
+        if failure is not None:
+            quiet_disconnect(conn)
+            refused = listener.connect_error
+            if refused is not None and "already connected" not in refused:
+                raise SourceError(f"broker refused the connection: {refused}", url=endpoint.url)
+            if endpoint.tls and refused is None:
+                failure = tls_failure(endpoint, self._tls_files(), failure)
+            self._failed(f"cannot connect to {endpoint.url} ({failure})")
             return
+        broker = BrokerKind(listener.server)
+        problem = refusal(broker, endpoint.url, selector=self._selector, id_mode=self._id_mode)
+        if problem is not None:
+            quiet_disconnect(conn)
+            raise problem
+        self._connected_epoch, self.broker, self._listener = self._epoch, broker, listener
+        try:
+            refused = self._subscribe(conn, listener, broker)
+        except (StompException, OSError) as exc:  # closed between CONNECTED and SUBSCRIBE
+            refused = str(exc) or type(exc).__name__
+        if refused is not None:
+            quiet_disconnect(conn)
+            self._connected_epoch = -1
+            self._inbox.clear()  # anything delivered before the receipt comes again
+            if listener.refused is not None:  # an ERROR frame: no retry can cure it
+                raise SourceError(f"{broker.name} refused the subscription to "
+                                  f"{self.destination}: {refused}", url=endpoint.url)
+            self._failed(f"cannot subscribe at {endpoint.url} ({refused})")
+            return
+        self._conn, self.endpoint = conn, endpoint
+        self._up_since, self._proven = time.monotonic(), False
+        self._connection = f"{endpoint.url} ({broker.name}), consuming {self.destination}"
+        # after failures, said once it worked (``_worked``), not at each attempt
+        (log.debug if self._failures_since is not None else log.info)(
+            "connected to %s", self._connection)
+
+    def _failed(self, what: str, *, at_once: bool = False) -> None:
+        """A connection attempt failed, or a connection was lost: schedule the next attempt
+        (``at_once``, or after the back-off's next delay) and log it, the first failure since a
+        connection last worked at once, the others once per ``TALLY_SECONDS`` with a count."""
+        delay = 0.0 if at_once else self._backoff.delay()
+        now = time.monotonic()
+        self._next_attempt = now + delay
+        if self._failures_since is None:
+            self._failures_since, self._failure_count = now, 0
+        self._failure_count += 1
+        count = self._failures.add()
+        retry = "reconnecting" if at_once else f"retrying in {delay:.1f} s"
+        if count and not self._failures.span:
+            log.warning("%s; %s (until a connection works, failures are logged once a minute)",
+                        what, retry)
+        elif count:
+            log.warning("%s in the last %.0f s, the last: %s; %s", _failure_text(count),
+                        self._failures.span, what, retry)
+
+    def _worked(self) -> None:
+        """The connection stayed up ``STABLE_SECONDS`` or a message was acknowledged through
+        it: the back-off and the count of failures start again."""
+        self._proven = True
+        self._backoff.reset()
+        self._failures.reset()
+        if self._failures_since is not None:
+            log.info("connected to %s, after %s in %.0f s", self._connection,
+                     _failure_text(self._failure_count), time.monotonic() - self._failures_since)
+        self._failures_since = None
 
     def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:
         """SUBSCRIBE and wait for the broker's receipt (a refused selector or destination
@@ -437,12 +482,27 @@ class StompSource(Source):
             self._tls = tls_files(*self._ssl, url=self.url)
         return self._tls
 
-    def _reconnect(self, reason: str) -> None:
-        log.warning("%s: %s; reconnecting", self.endpoint.url if self.endpoint else self.url,
-                    reason)
+    def _reconnect(self, timeout: float) -> None:
+        """Not connected: the next attempt once it is due, if that is within ``timeout``."""
+        wait = self._next_attempt - time.monotonic()
+        if wait > 0:
+            self._stop.wait(min(wait, timeout))
+            if time.monotonic() < self._next_attempt:
+                return
+        if not self._stop.is_set():
+            self._attempt()
+
+    def _lost(self, reason: str) -> None:
+        """The connection is gone: a connection that worked is tried again at once, one that
+        failed soon after it opened after the back-off's next delay (a broker or proxy that
+        accepts, subscribes and drops each connection must not be hammered)."""
+        url = self.endpoint.url if self.endpoint else self.url
+        proven = self._proven or time.monotonic() - self._up_since >= STABLE_SECONDS
+        if proven:
+            self._worked()
         self._drop_connection()
         self.reconnects += 1
-        self._connect()
+        self._failed(f"{url}: {reason}", at_once=proven)
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
@@ -481,11 +541,11 @@ class StompSource(Source):
 
     def receive_many(self, timeout: float, limit: int | None = None) -> list[Message]:
         if self._conn is None:
-            if self._stop.is_set():
-                return []
-            self._connect()
+            self._reconnect(timeout)
             if self._conn is None:
                 return []
+        if not self._proven and time.monotonic() - self._up_since >= STABLE_SECONDS:
+            self._worked()
         items = self._inbox.take(timeout, limit)
         epoch = self._epoch
         messages: list[Message] = []
@@ -497,7 +557,7 @@ class StompSource(Source):
                 if messages:  # first the messages that came before the loss
                     self._inbox.put_back(items[index:])
                     break
-                self._reconnect(item.reason)
+                self._lost(item.reason)
                 raise Redelivery(item.reason)
             if isinstance(item, Unreadable):  # in its turn, acknowledged in its turn
                 self._inbox.put_back(items[index if messages else index + 1:])
@@ -523,6 +583,8 @@ class StompSource(Source):
             message.ack = None
         if not durable:
             return
+        if not self._proven:
+            self._worked()
         self.acknowledged += len(durable)
         if self._ack_mode == "client":  # the last of the delivered messages all durable
             unacked, last = self._unacked, None
@@ -575,6 +637,10 @@ class StompSource(Source):
         if self.acknowledged:
             log.info("%d messages acknowledged with %d ACK frames (jms.ack=%s)",
                      self.acknowledged, self.ack_frames, self._ack_mode)
+
+
+def _failure_text(count: int) -> str:
+    return f"{count} connection failure{'' if count == 1 else 's'}"
 
 
 def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: bool) -> Message:

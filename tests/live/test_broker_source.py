@@ -157,7 +157,7 @@ def test_capture_waits_while_the_broker_still_holds_its_previous_connection(work
                 str(work.dump("in.jsonl", [work.body(i) for i in (1, 2)])), check=True)
     blocker = stomp.Connection12([("127.0.0.1", broker.port)])
     blocker.connect(wait=True, headers={"client-id": "SALES"})
-    proc = work.start("run", "--prop", str(work.prop), "--max-idle", "1")
+    proc = work.start("run", "--prop", str(work.prop))  # (--max-idle counts the wait)
     log = work.root / "dirrpt" / "SALES.log"
     deadline = time.monotonic() + 60
     while not (log.exists() and "already connected" in log.read_text()):
@@ -165,5 +165,10 @@ def test_capture_waits_while_the_broker_still_holds_its_previous_connection(work
         time.sleep(0.05)
     assert work.trail() == []
     blocker.disconnect()
-    assert proc.wait(timeout=120) == 0
+    deadline = time.monotonic() + 120
+    while len(work.trail()) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
     assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002"]
