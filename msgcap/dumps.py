@@ -79,16 +79,16 @@ def read_dump(path: str, *, lines: bool = False, max_bytes: int | None = None
     return iter((read_whole_file(path, max_bytes),))
 
 
-def _refused(error: MessageError, where: str) -> SourceError:
+def refused(error: MessageError, where: str) -> SourceError:
     """A message over ``jms.maxbytes`` in a dump: one line naming ``where`` (file:line)."""
     return SourceError(error.reason, url=where)
 
 
-def _within(message: Message, max_bytes: int) -> Message:
+def within(message: Message, max_bytes: int) -> Message:
     """``message``, if its body is within ``max_bytes``."""
     size = body_size(message.body)
     if size > max_bytes:
-        raise _refused(too_large(size, max_bytes), message.name)
+        raise refused(too_large(size, max_bytes), message.name)
     return message
 
 
@@ -126,7 +126,7 @@ def read_jsonl(path: str, max_bytes: int | None = None) -> Iterator[Message]:
                 number += 1
                 message = jsonl_message(raw, path, number)
                 if message is not None:
-                    yield _within(message, limit) if check else message
+                    yield within(message, limit) if check else message
             continue
         for line in lines:
             number += 1
@@ -142,11 +142,11 @@ def read_jsonl(path: str, max_bytes: int | None = None) -> Iterator[Message]:
                             pass  # JSON says what is wrong
                         else:
                             message = Message(ident, {}, body, None, path_at + str(number))
-                            yield _within(message, limit) if check else message
+                            yield within(message, limit) if check else message
                             continue
             message = _jsonl_text_message(line, path, number)
             if message is not None:
-                yield _within(message, limit) if check else message
+                yield within(message, limit) if check else message
 
 
 def _line_chunks(path: str, max_bytes: int | None = None, *, entries: bool = False
@@ -178,8 +178,8 @@ def _line_chunks(path: str, max_bytes: int | None = None, *, entries: bool = Fal
                 rest.append(chunk)  # (joined once: a long line is not copied per chunk)
                 held += len(chunk)
                 if longest is not None and held > longest + 1:  # + 1: a CR
-                    raise _refused(_line_error(longest, limit, entries, at_least=True),
-                                   f"{path}:{lines + 1}")
+                    raise refused(_line_error(longest, limit, entries, at_least=True),
+                                  f"{path}:{lines + 1}")
                 continue
             rest.append(chunk[:cut])
             data = b"".join(rest) if len(rest) > 1 else rest[0]
@@ -201,11 +201,20 @@ def _line_error(size: int, max_bytes: int, entries: bool, *,
 def _long_line(data: bytes, path: str, lines: int, max_bytes: int, entries: bool) -> None:
     """Raise for the first line of ``data`` (after ``lines`` lines) too long for ``max_bytes``,
     if one is."""
-    longest = entry_bytes(max_bytes) if entries else max_bytes
     for number, line in enumerate(data.split(b"\n"), lines + 1):
-        size = len(line) - line.endswith(b"\r")
-        if size > longest:
-            raise _refused(_line_error(size, max_bytes, entries), f"{path}:{number}")
+        error = line_too_long(line, max_bytes, entries=entries)
+        if error is not None:
+            raise refused(error, f"{path}:{number}")
+
+
+def line_too_long(line: bytes, max_bytes: int, *, entries: bool = False) -> MessageError | None:
+    """Why one line (without its ``\\n``) is refused: longer than a message within ``max_bytes``
+    can be (its CR not counted; ``entries``: a JSON Lines entry, ``entry_bytes``); None if it is
+    not. The one rule of replay and of batch tasks, which get each line whole from Spark."""
+    size = len(line) - line.endswith(b"\r")
+    if size > (entry_bytes(max_bytes) if entries else max_bytes):
+        return _line_error(size, max_bytes, entries)
+    return None
 
 
 def jsonl_message(raw: bytes, path: str, number: int | str) -> Message | None:
@@ -301,8 +310,8 @@ def read_whole_file(path: str, max_bytes: int | None = None) -> Message:
             data = fh.read()
         elif len(data := fh.read(max_bytes + 1)) > max_bytes:
             size = os.fstat(fh.fileno()).st_size  # (0 for what is not a regular file)
-            raise _refused(too_large(max(size, max_bytes), max_bytes, at_least=size <= max_bytes),
-                           path)
+            raise refused(too_large(max(size, max_bytes), max_bytes, at_least=size <= max_bytes),
+                          path)
     return whole_file_message(path, data)
 
 

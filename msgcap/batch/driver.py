@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from gendef.durable import fsync_dir
 from msgcap.batch.encode import Encoded, discard_records
-from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans
+from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans, refuse_large_files
 from msgcap.batch.parse import Job
 from msgcap.batch.plan import Plan, Planner
 from msgcap.batch.segments import SegmentKey
@@ -209,6 +209,7 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
     parser = build_parser(settings, definitions)
     jobs = SparkJobs(spark)
     files = jobs.list_inputs(inputs, lines=lines)
+    refuse_large_files(files, settings.jms.maxbytes)
     block = block_size(files, target=partitions or max(MIN_SPLITS, 2 * jobs.parallelism),
                        cap=None if partitions else MAX_BLOCK)
     scans = plan_scans(files, block=block)

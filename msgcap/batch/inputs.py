@@ -21,6 +21,7 @@ import posixpath
 from dataclasses import dataclass
 
 from msgcap import dumps
+from msgcap.sources.base import too_large
 from props.errors import SourceError
 from props.inputs import open_input
 
@@ -87,6 +88,14 @@ def input_files(found: list[tuple[str, str, int]], *, lines: bool) -> list[Input
         out.append(InputFile(index, uri, name, size, kind_of(name, lines=lines), base))
         base += size + 1
     return out
+
+
+def refuse_large_files(files: list[InputFile], max_bytes: int) -> None:
+    """Refuse the first one-message file over ``max_bytes`` (``jms.maxbytes``) from its listed
+    size, as replay does, before Spark reads it whole (``binaryFile``)."""
+    for f in files:
+        if f.kind == KIND_FILE and f.size > max_bytes:
+            raise dumps.refused(too_large(f.size, max_bytes), f.name)
 
 
 def local_inputs(patterns: list[str]) -> list[tuple[str, str, int]]:

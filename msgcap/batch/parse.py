@@ -73,6 +73,7 @@ class Job:
     rules: ImageRules
     id_mode: str
     policy: ErrorPolicy
+    max_bytes: int  # ``jms.maxbytes``: the largest message body
     byteorder: ByteOrder
     time_base: int  # µs: ``time`` ids are time_base + the message's offset in the input
     rows: bool
@@ -92,8 +93,8 @@ class Job:
                scans: Sequence[Scan], *, rows: bool, time_base: int) -> Job:
         """The job of a run of ``settings`` over ``files`` read in ``scans``."""
         return cls(parser, definitions, ImageRules.from_settings(settings), settings.jms.id,
-                   settings.error.policy, settings.trail.byteorder, time_base, rows,
-                   tuple(files), whole_files(files, scans))
+                   settings.error.policy, settings.jms.maxbytes, settings.trail.byteorder,
+                   time_base, rows, tuple(files), whole_files(files, scans))
 
     def first_line(self, key: SegmentKey) -> int | None:
         return self.first_lines.get(key) if self.first_lines is not None else None
@@ -398,9 +399,10 @@ class _Pass1:
         single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
         first_id: tuple[int, str] | None = None
+        found = messages(seg, job.first_line(seg.key), job.max_bytes)
         with no_gc():
             try:
-                for number, offset, message in messages(seg, job.first_line(seg.key)):
+                for number, offset, message in found:
                     if fresh.stop is not None and self.stopped():
                         break
                     index = len(kinds)

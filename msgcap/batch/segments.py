@@ -27,7 +27,9 @@ from itertools import accumulate, count, islice
 
 from msgcap import dumps
 from msgcap.batch.inputs import KIND_FILE, KIND_JSONL, KIND_LINES, InputFile, Scan
+from msgcap.sources.base import entry_bytes, too_large
 from parsers.model import Message
+from props.errors import MessageError
 
 LINE_TAG, FILE_TAG = b"L", b"F"
 _LINE_HEAD = 13  # tag, file index, block start
@@ -171,16 +173,22 @@ def message_of(file: InputFile, raw: bytes, number: str) -> Message | None:
     return None
 
 
-def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, Message]]:
+def messages(seg: Segment, first_line: int | None, max_bytes: int
+             ) -> Iterator[tuple[int, int, Message]]:
     """(line index in the segment, offset in the input, message) of each message in order.
 
     ``first_line``: the number of the segment's first line, None when not known yet (labels).
+    A message over ``max_bytes`` (``jms.maxbytes``) is a SourceError naming file:line, raised
+    where it comes in order, before its line is decoded, as replay refuses it.
     """
     f = seg.file
     if seg.whole or seg.start == 0:
         first_line = 1
     offset = f.base + seg.start + (1 if seg.start else 0)
     for at, chunk in seg.chunks():
+        too_long = _too_long(f, chunk, max_bytes)
+        if too_long is not None:
+            chunk = chunk[:too_long[0]]  # the lines before it first
         if f.kind == KIND_LINES:  # decoded together, as replay reads a chunk of lines
             # line i starts after the lines before it and their i newlines
             starts = list(accumulate(map(len, chunk), initial=offset))
@@ -189,9 +197,32 @@ def messages(seg: Segment, first_line: int | None) -> Iterator[tuple[int, int, M
                                                   numbers):
                 yield at + i, starts[i] + i, message
             offset = starts[-1] + len(chunk)
-            continue
-        for number, raw in enumerate(chunk, at):
-            found = message_of(f, raw, label(number, first_line))
-            if found is not None:
-                yield number, offset, found
-            offset += len(raw) + 1
+        else:
+            for number, raw in enumerate(chunk, at):
+                found = message_of(f, raw, label(number, first_line))
+                if found is not None:
+                    yield number, offset, dumps.within(found, max_bytes) if (
+                        len(raw) > max_bytes) else found
+                offset += len(raw) + 1
+        if too_long is not None:
+            index, error = too_long
+            where = f.name if f.kind == KIND_FILE else f"{f.name}:{label(at + index, first_line)}"
+            raise dumps.refused(error, where)
+
+
+def _too_long(file: InputFile, chunk: list[bytes], max_bytes: int
+              ) -> tuple[int, MessageError] | None:
+    """(index, why) of the first line of ``chunk`` longer than one of ``file``'s messages
+    within ``max_bytes`` can be (a whole file: its bytes), if one is."""
+    entries = file.kind == KIND_JSONL
+    if max(map(len, chunk), default=0) <= (entry_bytes(max_bytes) if entries else max_bytes):
+        return None
+    for index, raw in enumerate(chunk):
+        if file.kind == KIND_FILE:
+            if len(raw) > max_bytes:
+                return index, too_large(len(raw), max_bytes)
+        else:
+            error = dumps.line_too_long(raw, max_bytes, entries=entries)
+            if error is not None:
+                return index, error
+    return None

@@ -45,7 +45,7 @@ from msgcap.batch.segments import (
 from msgcap.cli import main
 from msgcap.pipeline import Stats
 from parsers.base import build_parser
-from props.errors import MsgcapError
+from props.errors import MsgcapError, SourceError
 from props.loader import load_settings
 
 from .conftest import copy_example, trail_view
@@ -89,17 +89,20 @@ def all_segments(files: list[InputFile], block: int, whole) -> list:
     return sorted(found, key=lambda s: s.key)
 
 
-def read_all(files: list[InputFile], block: int) -> list[tuple]:
+def read_all(files: list[InputFile], block: int, max_bytes: int = 1 << 24) -> list[tuple]:
     """Every message of every segment in input order (the driver orders a task's segments),
-    line labels resolved as the driver resolves them."""
+    line labels resolved as the driver resolves them (in an error's text too)."""
     out = []
     seen: dict[int, int] = {}
     whole = whole_files(files, plan_scans(files, block=block))
     for seg in all_segments(files, block, whole):
         first = seen.get(seg.file.index, 0) + 1 if seg.start else 1
-        for _n, _offset, m in messages(seg, None):  # reading the block's lines as it goes
-            out.append((resolve(m.id, first), resolve(m.origin or "", first), m.body,
-                        m.headers))
+        try:
+            for _n, _offset, m in messages(seg, None, max_bytes):  # the block's lines as it goes
+                out.append((resolve(m.id, first), resolve(m.origin or "", first), m.body,
+                            m.headers))
+        except SourceError as exc:
+            raise SourceError(resolve(str(exc), first)) from None
         seen[seg.file.index] = seen.get(seg.file.index, 0) + len(seg.complete())
     return out
 
@@ -126,6 +129,33 @@ def test_segments_read_like_replay(mixed, monkeypatch, block, chunk):
         want = [(m.id, m.origin, m.body, m.headers)
                 for m in dumps.read_messages(paths, lines=lines)]
         assert read_all(files, block) == want
+
+
+# (jms.maxbytes, inputs, --lines, what replay refuses)
+OVER_THE_LIMIT = [
+    (12, ["a.jsonl", "c.msg", "a.jsonl"], False, "a.jsonl:9: message of 13 bytes"),
+    (12, ["d e%.jsonl", "c.msg"], False, "c.msg: message of 13 bytes"),
+    (3, ["b.txt"], True, "b.txt:4: message of 5 bytes"),  # "one\r": a CR is not counted
+    (10, ["b.txt", "b.txt"], True, "b.txt:5: message of 12 bytes"),  # not UTF-8
+    (14, ["b.txt", "b.txt"], True, "b.txt:6: message of 15 bytes"),  # the last line
+]
+
+
+@pytest.mark.parametrize("chunk", [2, segments_module.CHUNK])
+@pytest.mark.parametrize("block", [1, 5, 40, 10**6])
+@pytest.mark.parametrize(("max_bytes", "paths", "lines", "refused"), OVER_THE_LIMIT)
+def test_a_message_over_jms_maxbytes_is_refused_like_replay(mixed, monkeypatch, block, chunk,
+                                                            max_bytes, paths, lines, refused):
+    """The first text line, JSON Lines body or whole file over the limit stops the reading with
+    replay's error, naming file:line."""
+    monkeypatch.setattr(segments_module, "CHUNK", chunk)
+    files = input_files(local_inputs(paths), lines=lines)
+    with pytest.raises(SourceError) as replay:
+        list(dumps.read_messages(paths, lines=lines, max_bytes=max_bytes))
+    assert str(replay.value).startswith(refused)
+    with pytest.raises(SourceError) as batch:
+        read_all(files, block, max_bytes)
+        assert str(batch.value) == str(replay.value)
 
 
 def test_scans_keep_order_and_read_small_files_whole(mixed):
