@@ -231,3 +231,49 @@ def test_empty_inputs_and_names_spark_would_read_otherwise(local_spark, tmp_path
         Path(hidden).write_text(Path("a[1].jsonl").read_text())
         code, out, err = _batch(capsys, "--input", "a[1].jsonl", hidden, output="hidden")
         assert code == 2 and f"{hidden}: Spark's file readers skip files" in _one_line(err)
+
+
+def _limit(max_bytes: int) -> None:
+    prop = Path(PROP)
+    prop.write_text(prop.read_text() + f"jms.maxbytes={max_bytes}\n")
+
+
+def test_a_file_over_jms_maxbytes_is_refused_before_spark_reads_it(local_spark, tmp_path,
+                                                                   monkeypatch, capsys):
+    """Refused from its listed size (no Spark step starts), with replay's line: exit 2, no
+    output, whatever ``error.policy`` (discard here)."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    _limit(1000)
+    Path("big.dat").write_text(_record(1, "W") + "\n" + "x" * 1500)
+    code, _, err = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1",
+                        "messages.jsonl", "big.dat")
+    assert code == 2 and "big.dat: message of 1617 bytes exceeds jms.maxbytes=1000" in err
+    code, out, err2 = _run(capsys, "batch", "--prop", PROP, "--output", "out",
+                           "--progress-interval", "0", "--input", "messages.jsonl", "big.dat")
+    assert code == 2 and out == ""
+    assert _one_line(err2) == _one_line(err).replace("msgcap replay:", "msgcap batch:")
+    assert "batch: parsing" not in err2  # steps are shown: none started
+    assert output_entries() == []
+
+
+def test_a_line_over_jms_maxbytes_stops_the_batch(local_spark, tmp_path, monkeypatch, capsys):
+    """A JSON Lines body or a text line (``--lines``) over the limit, in a file read in blocks:
+    replay's line naming file:line, exit 2, no output."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    _limit(1000)
+    bodies = _messages(40, seed=2)
+    bodies.insert(31, "".join(_record(9000 + k, "W") + "\n" for k in range(12)))
+    _write_jsonl(Path("a.jsonl"), bodies, 0)
+    lines = [_record(n, "W") for n in range(1, 41)]
+    lines[24] = ",".join([lines[24]] * 12)
+    Path("records.txt").write_text("\n".join(lines) + "\n")
+    for options, name, refused in (
+            ([], "a.jsonl", "a.jsonl:32: message of 1483 bytes exceeds"),
+            (["--lines"], "records.txt", "records.txt:25: message of 1427 bytes exceeds")):
+        code, _, err = _run(capsys, "replay", "--prop", PROP, "--progress-interval", "-1",
+                            *options, name)
+        assert code == 2 and refused in err
+        code, out, err2 = _batch(capsys, "--partitions", "3", *options, "--input", name)
+        assert code == 2 and out == ""
+        assert _one_line(err2) == _one_line(err).replace("msgcap replay:", "msgcap batch:")
+        assert output_entries() == []

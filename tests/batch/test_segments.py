@@ -155,7 +155,7 @@ def test_a_message_over_jms_maxbytes_is_refused_like_replay(mixed, monkeypatch, 
     assert str(replay.value).startswith(refused)
     with pytest.raises(SourceError) as batch:
         read_all(files, block, max_bytes)
-        assert str(batch.value) == str(replay.value)
+    assert str(batch.value) == str(replay.value)
 
 
 def test_scans_keep_order_and_read_small_files_whole(mixed):
