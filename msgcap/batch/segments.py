@@ -179,7 +179,8 @@ def messages(seg: Segment, first_line: int | None, max_bytes: int
 
     ``first_line``: the number of the segment's first line, None when not known yet (labels).
     A message over ``max_bytes`` (``jms.maxbytes``) is a SourceError naming file:line, raised
-    where it comes in order, before its line is decoded, as replay refuses it.
+    where it comes in order and before it is parsed (a line too long for any message within the
+    limit: before it is decoded), as replay refuses it.
     """
     f = seg.file
     if seg.whole or seg.start == 0:
@@ -201,8 +202,9 @@ def messages(seg: Segment, first_line: int | None, max_bytes: int
             for number, raw in enumerate(chunk, at):
                 found = message_of(f, raw, label(number, first_line))
                 if found is not None:
-                    yield number, offset, dumps.within(found, max_bytes) if (
-                        len(raw) > max_bytes) else found
+                    if len(raw) > max_bytes:  # a JSON Lines body: counted once decoded
+                        dumps.within(found, max_bytes)
+                    yield number, offset, found
                 offset += len(raw) + 1
         if too_long is not None:
             index, error = too_long
