@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from props.reader import MAX_URI_BYTES, Reader
-from props.settings import TrailSettings
+from props.reader import MAX_URI_BYTES, Reader, path_problem, split_list
+from props.settings import PurgeSettings, TrailSettings
 from props.text import quoted
 
 _TRAIL = TrailSettings()  # the defaults of unset properties
@@ -26,10 +26,11 @@ def trail_settings(r: Reader) -> TrailSettings:
     seqlen = r.text("trail.seqlen")
     if seqlen is not None and seqlen not in ("6", "9"):
         raise r.error("trail.seqlen", f"{quoted(seqlen)} is not 9 or 6")
+    megabytes = r.integer("trail.megabytes", None, 1, 2000) or _TRAIL.megabytes
     return TrailSettings(
         path=path,
         seqlen=int(seqlen) if seqlen is not None else _TRAIL.seqlen,
-        megabytes=r.integer("trail.megabytes", None, 1, 2000) or _TRAIL.megabytes,
+        megabytes=megabytes,
         sync=r.choice("trail.sync", ("transaction", "batch", "none"), _TRAIL.sync),
         byteorder=r.choice("trail.byteorder", ("big", "little"), _TRAIL.byteorder),
         compressupdates=r.boolean("trail.compressupdates", _TRAIL.compressupdates),
@@ -38,7 +39,27 @@ def trail_settings(r: Reader) -> TrailSettings:
         defs=r.path("trail.defs"),
         extract=extract,
         uri=_uri(r),
+        purge=_purge(r, megabytes),
     )
+
+
+def _purge(r: Reader, megabytes: int) -> PurgeSettings:
+    """``trail.purge.*`` (§10.1.1). A size limit below one file's would be exceeded by the file
+    being written alone, which is never purged."""
+    maxmegabytes = r.integer("trail.purge.maxmegabytes", None, 1)
+    if maxmegabytes is not None and maxmegabytes < megabytes:
+        raise r.error("trail.purge.maxmegabytes", f"{maxmegabytes} is less than trail.megabytes="
+                      f"{megabytes}: the file being written alone would exceed it")
+    readers: list[str] = []
+    listed = r.text("trail.purge.readers")
+    for path in split_list(listed) if listed is not None else ():
+        problem = "an empty path in the list" if not path else path_problem(path)
+        if problem:
+            raise r.error("trail.purge.readers", problem)
+        readers.append(path)
+    return PurgeSettings(minkeepfiles=r.integer("trail.purge.minkeepfiles", None, 1),
+                         minkeephours=r.integer("trail.purge.minkeephours", None, 1),
+                         maxmegabytes=maxmegabytes, readers=tuple(readers))
 
 
 def _uri(r: Reader) -> str | None:
