@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from msgcap.trail.retention import Retention, load_record, reader_seqno
-from props.errors import TrailError
+from props.errors import MsgcapError, TrailError
 from props.settings import PurgeSettings, TrailSettings
 
 MIB = 1024 * 1024
@@ -170,3 +170,12 @@ def test_purges_after_a_rollover_only_and_records_the_last_purge(tmp_path) -> No
     assert keeper.after_checkpoint(1, 2) == []  # the same checkpoint file: no purge
     assert names(tmp_path) == ["sa000000001", "sa000000002"]
     assert [Path(p.file).name for p in keeper.after_checkpoint(2, 2)] == ["sa000000001"]
+
+
+@pytest.mark.parametrize("content", ["{", "[]", '{"time": "t", "files": {}, "bytes": 1}'])
+def test_a_damaged_purge_record_is_an_error_naming_it(tmp_path, content) -> None:
+    (tmp_path / "SALES.purge").write_text(content)
+    with pytest.raises(MsgcapError, match=rf"^{tmp_path}/SALES.purge: (unreadable|bad) purge "
+                                          "record"):
+        load_record(str(tmp_path), "SALES")
+    assert load_record(str(tmp_path / "none"), "SALES") is None
