@@ -13,7 +13,7 @@ Two views of the same sources:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,6 +77,31 @@ def used_header_fields(parser: ParserCommon, header_fields: Iterable[str]) -> fr
     return frozenset(name for key, name in present.items() if key in wanted)
 
 
+def unknown_header_field(name: str, names: Sequence[str], prop: str) -> PropertyError:
+    """The error of an item that names a header field the header does not have: one wording
+    for gendef, which checks the items before it writes definitions, and the parsers."""
+    return PropertyError(f"no header field named {name} (header fields: "
+                         f"{', '.join(names) or 'none'})", prop=prop)
+
+
+def check_header_fields(settings: Settings, parser: FixedSettings, names: Sequence[str]) -> None:
+    """Every header field a ``fixed.*`` item names is in the header record (``names``).
+
+    ``run`` refuses an item naming no header field when it builds the parser; definitions are
+    built first, and by ``gendef`` alone, so they check it too: a typo such as
+    ``fixed.optype=H-OPP`` would otherwise pass and turn the real field into a column of every
+    table. (``delim.header`` is a property: the loader checks the ``delim.*`` items against it.)
+    """
+    prefix = settings.parser_type
+    known = {normalize_field(n) for n in names}
+    items = [(f"{prefix}.{item}", getattr(parser, item)) for item in _ITEMS]
+    items += [(f"{prefix}.table", expr) for expr in parser.table]
+    for prop, expr in items:
+        if isinstance(expr, Field) and normalize_field(expr.name) not in known:
+            error = unknown_header_field(expr.name, names, prop)
+            raise _error(settings, prop, error.reason)
+
+
 def load_source_definitions(settings: Settings) -> Definitions:
     """The parser's definition sources as read (see the module docstring).
 
@@ -130,6 +155,7 @@ def _fixed_sourcedefs_tables(settings: Settings, parser: FixedSettings,
         raise _error(settings, "fixed.header",
                      f"header table {parser.header!r} is not defined in fixed.sourcedefs or "
                      "fixed.userdefs")
+    check_header_fields(settings, parser, [c.name for c in header.columns])
     used = used_header_fields(parser, (c.name for c in header.columns))
     lead = [c for c in header.columns if c.name not in used]
     tables = []
@@ -158,6 +184,8 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
                      f"header record {parser.header!r} is not an 01 record of "
                      f"{parser.copybook}")
     names = [f.name for f in column_fields(header)] if header is not None else []
+    if header is not None:
+        check_header_fields(settings, parser, names)
     defs = copybook_definitions(copybook, schema=copybook_schema(parser),
                                 header=parser.header or None,
                                 used_header_fields=set(used_header_fields(parser, names)))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
+from gendef.build import unknown_header_field
 from parsers.model import Message
 from parsers.opmap import optype_codes, optype_mapper, txind_codes, txind_mapper
 from parsers.timefmt import compile_format
@@ -95,9 +96,7 @@ def describe(expr: Expr) -> str:
 def _field_position(expr: Field, fields: FieldIndex | None, prop: str) -> int:
     i = fields.get(expr.name) if fields is not None else None
     if i is None:
-        known = ", ".join(fields.names) if fields is not None else "none"
-        raise PropertyError(f"no header field named {expr.name} (header fields: {known})",
-                            prop=prop)
+        raise unknown_header_field(expr.name, fields.names if fields is not None else (), prop)
     return i
 
 

@@ -273,3 +273,17 @@ def test_copybook_without_schema_is_refused_in_one_line(home: Path) -> None:
     """Without fixed.schema the messages name the schemas, so gendef cannot name the tables."""
     r = gendef(home, *PROP, props=COPYBOOK_PROPS.replace('fixed.schema="RETAIL"\n', ""))
     assert_one_line_error(r, "fixed.schema: needed to write source definitions")
+
+
+@pytest.mark.parametrize(("props", "typo", "words"), [
+    (COPYBOOK_PROPS, ("fixed.optype=HDR-FUNCTION", "fixed.optype=H-OPP"),
+     ["jmsvam.properties:17:", "fixed.optype", "no header field named H-OPP", "HDR-FUNCTION"]),
+    (SOURCEDEFS_PROPS, ("fixed.header=", "fixed.txname=OPTYPES\nfixed.header="),
+     ["fixed.txname", "no header field named OPTYPES", "optype, schemaandtable"]),
+])
+def test_an_item_naming_no_header_field_is_refused_as_run_refuses_it(
+        home: Path, props: str, typo: tuple[str, str], words: list[str]) -> None:
+    """``fixed.optype=H-OPP`` (a typo) passed gendef, which made the real optype field a
+    column of every table, while ``msgcap run`` refused it (issue 26)."""
+    r = gendef(home, *PROP, props=props.replace(*typo))
+    assert_one_line_error(r, *words)
