@@ -102,6 +102,75 @@ def check_continuity(prefix: str, files: list[tuple[int, str]], width: int) -> N
                              "gap away", file=prefix)
 
 
+def verify_trail(path: str, files: list[tuple[int, str]], seqlen: int,
+                 durable: Position | Recovery | None
+                 ) -> tuple[str | None, int | None, str | None, int] | None:
+    """What ``TrailWriter.open`` refuses before it changes anything, read-only (``msgcap
+    check`` asks the same): the files of ``path`` (``sequence_files``) continuous and, with the
+    checkpoint's ``durable`` position, holding it (``_durable_floor``'s result)."""
+    check_continuity(path, files, seqlen)
+    if durable is None:
+        return None
+    if not files:
+        if durable.rba > 0:
+            raise TrailError(f"the trail is empty but the checkpoint's durable position is "
+                             f"seqno {durable.seqno} RBA {durable.rba}: durable data is "
+                             f"missing", file=path)
+        return None
+    return _durable_floor(path, files, durable)
+
+
+def _durable_floor(trail: str, files: list[tuple[int, str]], durable: Position | Recovery
+                   ) -> tuple[str | None, int | None, str | None, int] | None:
+    """(seqid, ordinal, txid, transaction number) of the last transaction that ends at the
+    durable position, read from the trail there (one record, whatever the trail's size);
+    None when no transaction precedes it."""
+    def damaged(reason: str, path: str = trail, rba: int | None = None) -> TrailError:
+        return TrailError(f"{reason}; the checkpoint's durable position is seqno "
+                          f"{durable.seqno} RBA {durable.rba}: durable data is damaged or "
+                          "missing; nothing was truncated", file=path, rba=rba)
+    paths = dict(files)
+    path = paths.get(durable.seqno)
+    if path is None:
+        newest = files[-1][0]
+        raise damaged(f"the trail ends with seqno {newest}" if durable.seqno > newest else
+                      f"the trail file of seqno {durable.seqno} is missing")
+    given = None
+    if isinstance(durable, Recovery) and durable.last_seqid is not None:
+        given = (durable.last_seqid, durable.last_audit_pos, durable.last_txid,
+                 durable.txnum)
+    with TrailFile(path) as tf:
+        if tf.header is None or tf.size < durable.rba or durable.rba < tf.data_start:
+            raise damaged(f"the file ends at RBA {tf.size}", path)
+        if durable.rba > tf.data_start:
+            try:
+                rec = next(tf.backward(durable.rba))
+            except TrailError as exc:
+                raise damaged(f"no record ends at the durable position ({exc.reason})",
+                              path, durable.rba) from None
+            if rec.transind not in (TRANSIND_END, TRANSIND_WHOLE):
+                raise damaged("no transaction ends at the durable position", path,
+                              durable.rba)
+            found = (rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba)
+            if given is not None and (given[0], given[3]) != (found[0], found[3]):
+                raise TrailError(
+                    f"the checkpoint does not match the trail: it names seqid {given[0]} "
+                    f"of transaction {given[3]} at seqno {durable.seqno} RBA {durable.rba}, "
+                    f"the trail holds seqid {found[0]} of transaction {found[3]} there "
+                    "(a checkpoint of another trail, or a trail restored from elsewhere)",
+                    file=path, rba=durable.rba)
+            return found
+    previous = paths.get(durable.seqno - 1)
+    if previous is not None:  # the position starts its file: the last transaction ends
+        with TrailFile(previous) as tf:  # the previous one
+            for rec in tf.backward():
+                return rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba
+    if given is None and durable.seqno > 0:
+        raise damaged(f"the files before seqno {durable.seqno} are gone and nothing "
+                      "says where the trail stood")
+    return given
+
+
 class TrailWriter:
     """Appends transactions to the trail ``path`` (directory + two-character prefix)."""
 
@@ -162,18 +231,12 @@ class TrailWriter:
         if d:
             os.makedirs(d, exist_ok=True)
         files = sequence_files(self.path, self.seqlen)
-        check_continuity(self.path, files, self.seqlen)
+        floor = verify_trail(self.path, files, self.seqlen, durable)
         if not files:
-            if durable is not None and durable.rba > 0:
-                raise TrailError(f"the trail is empty but the checkpoint's durable position is "
-                                 f"seqno {durable.seqno} RBA {durable.rba}: durable data is "
-                                 f"missing", file=self.path)
             self._create(0)
             self.durable = self.position
             return Recovery(seqno=0, rba=self._size, file=self._file)
-        floor = None
         if durable is not None:  # only what follows the durable position is read
-            floor = self._durable_floor(files, durable)
             files = [f for f in files if f[0] >= durable.seqno]
         scans: list[_Scan] = []
         for seqno, path in reversed(files):
@@ -226,56 +289,6 @@ class TrailWriter:
                            truncated, tuple(deleted))
         self.durable = self.position
         return rec
-
-    def _durable_floor(self, files: list[tuple[int, str]], durable: Position | Recovery
-                       ) -> tuple[str | None, int | None, str | None, int] | None:
-        """(seqid, ordinal, txid, transaction number) of the last transaction that ends at the
-        durable position, read from the trail there (one record, whatever the trail's size);
-        None when no transaction precedes it."""
-        def damaged(reason: str, path: str = self.path, rba: int | None = None) -> TrailError:
-            return TrailError(f"{reason}; the checkpoint's durable position is seqno "
-                              f"{durable.seqno} RBA {durable.rba}: durable data is damaged or "
-                              "missing; nothing was truncated", file=path, rba=rba)
-        paths = dict(files)
-        path = paths.get(durable.seqno)
-        if path is None:
-            newest = files[-1][0]
-            raise damaged(f"the trail ends with seqno {newest}" if durable.seqno > newest else
-                          f"the trail file of seqno {durable.seqno} is missing")
-        given = None
-        if isinstance(durable, Recovery) and durable.last_seqid is not None:
-            given = (durable.last_seqid, durable.last_audit_pos, durable.last_txid,
-                     durable.txnum)
-        with TrailFile(path) as tf:
-            if tf.header is None or tf.size < durable.rba or durable.rba < tf.data_start:
-                raise damaged(f"the file ends at RBA {tf.size}", path)
-            if durable.rba > tf.data_start:
-                try:
-                    rec = next(tf.backward(durable.rba))
-                except TrailError as exc:
-                    raise damaged(f"no record ends at the durable position ({exc.reason})",
-                                  path, durable.rba) from None
-                if rec.transind not in (TRANSIND_END, TRANSIND_WHOLE):
-                    raise damaged("no transaction ends at the durable position", path,
-                                  durable.rba)
-                found = (rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba)
-                if given is not None and (given[0], given[3]) != (found[0], found[3]):
-                    raise TrailError(
-                        f"the checkpoint does not match the trail: it names seqid {given[0]} "
-                        f"of transaction {given[3]} at seqno {durable.seqno} RBA {durable.rba}, "
-                        f"the trail holds seqid {found[0]} of transaction {found[3]} there "
-                        "(a checkpoint of another trail, or a trail restored from elsewhere)",
-                        file=path, rba=durable.rba)
-                return found
-        previous = paths.get(durable.seqno - 1)
-        if previous is not None:  # the position starts its file: the last transaction ends
-            with TrailFile(previous) as tf:  # the previous one
-                for rec in tf.backward():
-                    return rec.seqid, rec.audit_pos, rec.txid, rec.audit_rba
-        if given is None and durable.seqno > 0:
-            raise damaged(f"the files before seqno {durable.seqno} are gone and nothing "
-                          "says where the trail stood")
-        return given
 
     def _reopen(self, s: _Scan, cut_to: int) -> None:
         fd = os.open(s.path, os.O_WRONLY)
