@@ -16,6 +16,7 @@ from msgcap import __version__
 from props.errors import MsgcapError
 
 COMMANDS = {
+    "check": "msgcap.commands.check",
     "run": "msgcap.commands.run",
     "replay": "msgcap.commands.replay",
     "dump": "msgcap.commands.dump",
@@ -25,6 +26,7 @@ COMMANDS = {
 }
 
 HELPS = {
+    "check": "find what run would refuse, writing nothing; show the tables' layouts",
     "run": "capture messages from a broker or spool directory into the trail",
     "replay": "run message dumps through parser and assembler into the trail",
     "dump": "show the records of trail files (Logdump-style, or --json)",

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["Redelivery", "Source", "source_for"]
 
 
-def source_for(settings: Settings) -> Source:
-    """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers.
+def source_for(settings: Settings, *, probe: bool = False) -> Source:
+    """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers
+    (``probe``: a broker's as ``msgcap check`` looks at it, ``msgcap.sources.probe``).
 
     The URLs and the destination were validated when the properties were loaded
     (``props.loader``); only their presence is a matter of the command.
@@ -32,10 +33,13 @@ def source_for(settings: Settings) -> Source:
         from msgcap.sources.spool import SpoolSource
         return SpoolSource(urls[0], min_age=jms.spool_minage, max_bytes=jms.maxbytes)
     from msgcap.sources.stomp import StompSource
+    kind = StompSource
+    if probe:
+        from msgcap.sources.probe import StompProbe
+        kind = StompProbe
     assert jms.destination is not None  # the loader requires it beside a STOMP URL
-    return StompSource(urls, jms.destination, user=jms.user, password=jms.password,
-                       prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
-                       ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
-                       client_id=settings.trail.extract, vhost=jms.vhost,
-                       selector=jms.selector, ack=jms.ack, ack_batch=jms.ack_batch,
-                       id_mode=jms.id, max_bytes=jms.maxbytes)
+    return kind(urls, jms.destination, user=jms.user, password=jms.password,
+                prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
+                ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key, client_id=settings.trail.extract,
+                vhost=jms.vhost, selector=jms.selector, ack=jms.ack, ack_batch=jms.ack_batch,
+                id_mode=jms.id, max_bytes=jms.maxbytes)
