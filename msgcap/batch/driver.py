@@ -227,6 +227,7 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
             result = run.execute(scans)
         if "trail" not in formats:
             result.stats.trail_files.clear()
+            result.stats.last_position = None
         else:
             result.outputs["trail"] = os.path.join(output, "trail")
         for f, uri in outputs.rows.items():
