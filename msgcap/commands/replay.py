@@ -2,7 +2,7 @@
 
 The same parser, assembler, trail writer and error policy as ``msgcap run``, fed from dump files
 (properties.md §13) instead of a broker; it ends with a summary of what was written and how far
-the trail is durable, also when an error stops it. An open transaction at the end of the input
+the trail is durable (``--json``: one JSON object), also when an error stops it. An open transaction at the end of the input
 is an error (§3.4). The trail's lock keeps a ``msgcap run`` or another replay off it meanwhile.
 """
 

@@ -5,7 +5,9 @@ first (one writer each), the trail is recovered from the checkpoint's durable po
 pipeline continues from what the trail holds, and only then is the source connected, so every
 redelivered message meets the duplicate rule. SIGTERM/SIGINT finish the open transaction and
 stop cleanly (a second signal stops at once); a summary with the durable position is always
-printed, and an error that stops the run goes to the log as well as to stderr.
+printed (``--json``: as one JSON object, ``msgcap.summary``), and an error that stops the run goes
+to the log as well as to stderr. ``report.http`` says on stderr where it serves (port 0: the
+port the system chose) and publishes the address to the status file for ``msgcap status``.
 """
 
 from __future__ import annotations
