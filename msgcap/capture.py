@@ -23,6 +23,8 @@ This loop adds what only a live source needs:
   broker that cannot be reached must not keep a run alive) — but never inside a transaction:
   then it says, every
   ``WAIT_REPORT_SECONDS``, which transaction it is waiting for.
+* **Retention** (``trail.purge.*``): after a checkpoint in a newer file than the last purge's
+  (a rollover), old trail files are purged (``Retention``), after the group is acknowledged.
 * **Status**: after each durable group the pipeline's statistics learn the durable position
   (``Pipeline.mark_durable``); reports and the summary show it beside what was merely written.
 
@@ -67,6 +69,7 @@ from props.errors import MessageError, MsgcapError, SourceError
 if TYPE_CHECKING:
     from msgcap.assembler import Assembled, Assembler
     from msgcap.trail.records import Position
+    from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
     from props.settings import SyncMode
 
@@ -89,7 +92,7 @@ class Capture:
                  reporter: Reporter | None = None, max_idle: float | None = None,
                  stop_grace: float = 30.0, restart: Callable[[], Assembler] | None = None,
                  spill_path: str | None = None, spill_at: int | None = None,
-                 stream_at: int | None = STREAM_AT,
+                 stream_at: int | None = STREAM_AT, retention: Retention | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
         self.pipeline = pipeline
@@ -98,6 +101,7 @@ class Capture:
         self.checkpoint = checkpoint
         self.archive = archive
         self.reporter = reporter
+        self.retention = retention
         self.max_idle = max_idle
         self.stop_grace = stop_grace
         self._restart = restart
@@ -330,8 +334,9 @@ class Capture:
             return
         writer = self.writer
         pos = writer.flush_durable()
-        if self.checkpoint is not None and self._group_txs:
-            self.checkpoint.save(Checkpoint(
+        checkpoint = self.checkpoint if self._group_txs else None
+        if checkpoint is not None:
+            checkpoint.save(Checkpoint(
                 file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
                 last_ordinal=writer.last_audit_pos, last_txid=writer.last_txid,
                 last_message_id=self.pipeline.ids.last, txnum=writer.txnum,
@@ -345,6 +350,8 @@ class Capture:
             self._drop_spill()
         if ack:
             self._ack(done, discarded)
+        if checkpoint is not None and self.retention is not None:
+            self.retention.after_checkpoint(pos.seqno, writer.position.seqno)
 
     def _ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         """The one way to the source's ``ack``: the archive first (properties.md §10.3), so

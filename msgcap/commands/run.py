@@ -91,6 +91,7 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     from msgcap.pipeline import build_pipeline, write_trail_defs
     from msgcap.report import HttpReport, Reporter
     from msgcap.summary import ERROR, print_results, results, why_stopped
+    from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
     from parsers.base import build_parser
     from props.errors import MsgcapError
@@ -106,6 +107,9 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
                          uri=trail.uri)
     recovery = writer.open(saved.recovery if saved else None)
+    retention = Retention(trail, settings.checkpoint_dir) if trail.purge.enabled else None
+    if retention is not None and saved is not None:  # nothing is passed without a checkpoint
+        retention.after_checkpoint(saved.seqno, recovery.seqno)
     pipeline = build_pipeline(settings, writer, recovery, definitions=definitions, parser=parser,
                               last_message_id=saved.last_message_id if saved else None,
                               discard_sync=trail.sync != "none", stats=publisher.stats)
@@ -128,7 +132,8 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
                       stop_grace=args.stop_grace,
                       restart=lambda: Assembler(rules, Restart.from_recovery(writer)),
                       spill_path=os.path.join(settings.checkpoint_dir,
-                                              f"{trail.extract}.spill.jsonl"))
+                                              f"{trail.extract}.spill.jsonl"),
+                      retention=retention)
     http = None
     if settings.report_http:
         http = HttpReport(settings.report_http, pipeline.stats,
