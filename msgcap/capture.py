@@ -62,6 +62,7 @@ from msgcap.dumps import entry_line, jsonl_message
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
+from msgcap.summary import MAX_IDLE
 from parsers.model import Message
 from props.errors import MessageError, MsgcapError, SourceError
 
@@ -107,6 +108,7 @@ class Capture:
         self._clock = clock
         self._stopping = False
         self._stop_now = False
+        self._stop_reason: str | None = None  # stop()'s: what run() returns then
         self.capturing = False
         self.trail_bytes = 0
         self.redeliveries = 0
@@ -132,13 +134,16 @@ class Capture:
 
     # -- control --------------------------------------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, reason: str) -> None:
         """Finish the open transaction (if any) and stop; a second call stops at once.
+        ``reason`` (the signal's name) is what ``run()`` returns then.
 
         Safe from a signal handler: it only sets flags and wakes the source.
         """
         if self._stopping:
             self._stop_now = True
+        else:
+            self._stop_reason = reason
         self._stopping = True
         self.source.interrupt()
 
@@ -148,7 +153,8 @@ class Capture:
 
     # -- the loop -------------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Capture until stopped or idle; why it returned (``stop()``'s reason, or MAX_IDLE)."""
         pipeline, source, clock = self.pipeline, self.source, self._clock
         last_message = clock()
         stop_deadline: float | None = None
@@ -211,6 +217,7 @@ class Capture:
                     self.reporter.tick()
             self._drop_open()
             self._flush()
+            return self._stop_reason or MAX_IDLE
         except MsgcapError:
             self._drop_open(quietly=True)
             self._flush_quietly()

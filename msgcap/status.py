@@ -11,8 +11,8 @@ A capture is described by four things on disk, none of which ``status`` locks or
   positions of the downstream readers ``trail.purge.readers`` names;
 * the status file ``<EXTRACT>.status`` that ``msgcap run`` publishes (``StatusPublisher``) at
   start, at each report and heartbeat, and when it stops: its pid, start time, the last
-  report's counters, the heartbeat, and how it ended (``stopped``, or ``abended`` with the
-  error). A file that still says ``running`` while nobody holds the lock is a run that ended
+  report's counters, the heartbeat, the address ``report.http`` serves on, and how it ended
+  (``stopped``, or ``abended`` with the error). A file that still says ``running`` while nobody holds the lock is a run that ended
   without stopping (killed, crashed): abended as well.
 
 ``capture_status`` gathers them into one JSON-able dict (the stable shape of ``msgcap status
@@ -32,6 +32,7 @@ from gendef.durable import atomic_write
 from msgcap.checkpoint import CheckpointFile
 from msgcap.lock import holder
 from msgcap.pipeline import OP_LABELS, Stats
+from msgcap.report import lag_words
 from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
 from msgcap.trail.reader import sequence_files
 from msgcap.trail.retention import load_record, reader_seqno
@@ -77,6 +78,7 @@ class StatusPublisher:
         self.heartbeat = float(heartbeat) if heartbeat else None
         self.pid = os.getpid()
         self.started_us = now_us()
+        self.http: str | None = None  # report.http's URL once it serves (the port 0 chose)
         self._failing = False
 
     def publish(self, state: str = "running", error: str | None = None) -> None:
@@ -85,6 +87,7 @@ class StatusPublisher:
                   "started": _iso(self.started_us), "updated": _iso(now),
                   "heartbeat_seconds": self.heartbeat,
                   "heartbeat": _iso(self.stats.heartbeat_us) if self.heartbeat else None,
+                  "http": self.http,
                   "report": {"time": _iso(now), **counters(self.stats)}}
         try:
             # no directory fsync: a status lost in a crash is rewritten at the next report
@@ -185,6 +188,7 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
                   "writer_pid": writer if writer != pid else None},
         "report": (published or {}).get("report"),
         "heartbeat": heartbeat,
+        "http": (published or {}).get("http") if state == "running" else None,
         "retention": _retention(trail),
         "last_purge": last_purge,
         "problems": problems,
@@ -261,7 +265,7 @@ def status_text(status: dict[str, Any]) -> str:
     elif state != "never-started" and not status["problems"]:
         lines.append("checkpoint: none yet (no transaction made durable)")
     lines.append(f"last commit: {_when(status['last_commit']) if status['last_commit'] else 'none'}"
-                 f"; lag {_seconds(status['lag_seconds'])}")
+                 f"; lag {lag_words(status['lag_seconds'])}")
     trail = status["trail"]
     files = trail["files"]
     line = f"trail {trail['path']}: files {len(files)}, bytes {trail['bytes']}"
@@ -283,6 +287,8 @@ def status_text(status: dict[str, Any]) -> str:
         for o in ops:
             tables.setdefault(o["table"], []).append(f"{o['op']} {o['count']}")
         lines += [f"  {table}  {'  '.join(parts)}" for table, parts in tables.items()]
+    if status["http"] is not None:
+        lines.append(f"serving /health and /metrics on {status['http']}")
     beat = status["heartbeat"]
     if beat is not None:
         lines.append(f"heartbeat: every {beat['every_seconds']:g} s; last {_when(beat['last'])} "
