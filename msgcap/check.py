@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from gendef.build import build_definitions, check_names_known
 from gendef.model import Definitions, Table
@@ -38,7 +38,7 @@ from msgcap.trail.dumpfmt import scaled
 from msgcap.trail.reader import sequence_files
 from msgcap.trail.writer import verify_trail
 from parsers.base import Parser, build_parser
-from parsers.model import MISSING, Op
+from parsers.model import MISSING, Message, Op
 from props.errors import MessageError, MsgcapError
 from props.text import quoted
 
@@ -146,7 +146,9 @@ class Check:
         if loaded is None:
             return
         cp = self.checkpoint = loaded[0]
-        files = self.attempt(lambda: sequence_files(trail.path, trail.seqlen))
+        # (a trail directory that is not one is the directories' problem, said once)
+        files = (self.attempt(lambda: sequence_files(trail.path, trail.seqlen))
+                 if os.path.isdir(trail.directory) else [])
         if files is None:
             return
         if self.attempt(lambda: (verify_trail(trail.path, files, trail.seqlen,
@@ -206,7 +208,7 @@ class Check:
             self.say("")
             self.say("\n".join(columns_layout(table)))
 
-    def samples(self, messages: Iterable[Any]) -> None:
+    def samples(self, messages: Iterable[Message]) -> None:
         """The operations each sample message becomes (none is written); a message the parser
         refuses is a problem, and the next one is tried."""
         from msgcap.msgid import MessageIds
@@ -244,7 +246,7 @@ class Check:
 
 
 def run_check(settings: Settings, out: TextIO, *, connect: bool = True,
-              samples: Iterable[Any] | None = None) -> list[str]:
+              samples: Iterable[Message] | None = None) -> list[str]:
     """Every check of ``settings``, the report on ``out``; the problems, one line each."""
     check = Check(settings, out)
     check.say(f"properties {settings.file}: read")
