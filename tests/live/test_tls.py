@@ -71,6 +71,8 @@ def tls_queue() -> str:
 def _capture(work, queue: str, url: str, **tls: object) -> None:
     """send 3 messages and capture them, both over ``url``; a second run finds nothing (acked)."""
     work.properties(jms_url=url, jms_destination=queue, **tls)
+    checked = work.msgcap("check", "--prop", str(work.prop), check=True)
+    assert f"source {url}: connected to " in checked.stdout
     dump = work.dump("in.jsonl", [work.body(i) for i in (1, 2, 3)])
     sent = work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
     assert f"sent 3 messages to {url}" in sent.stdout
@@ -84,8 +86,10 @@ def _capture(work, queue: str, url: str, **tls: object) -> None:
 
 def _refused(work, command: str) -> str:
     """The one stderr line of a ``command`` that must stop at connecting (exit 2)."""
-    args = ("send", "--prop", str(work.prop), str(work.dump("in.jsonl", [work.body(1)]))) \
-        if command == "send" else ("run", "--prop", str(work.prop), "--max-idle", "1")
+    args = {"send": ("send", "--prop", str(work.prop),
+                     str(work.dump("in.jsonl", [work.body(1)]))),
+            "run": ("run", "--prop", str(work.prop), "--max-idle", "1"),
+            "check": ("check", "--prop", str(work.prop))}[command]
     done = work.msgcap(*args, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.splitlines()
@@ -101,7 +105,7 @@ def test_capture_over_tls_verifies_the_broker_against_the_ca(work, tls_broker, c
 
 
 @pytest.mark.broker
-@pytest.mark.parametrize("command", ["run", "send"])
+@pytest.mark.parametrize("command", ["run", "send", "check"])
 @pytest.mark.parametrize(("case", "expected"), [
     ("wrong CA", "TLS: unknown CA: the broker's certificate is not issued by a CA in "),
     ("expired", "TLS: expired certificate: the broker's certificate has expired"),
