@@ -8,8 +8,9 @@ A capture is described by four things on disk, none of which ``status`` locks or
   durable transaction (lag = now − that time);
 * the trail files and their sizes;
 * the status file ``<EXTRACT>.status`` that ``msgcap run`` publishes (``StatusPublisher``) at
-  start, at each report and heartbeat, and when it stops: its pid, start time, the last
-  report's counters, the heartbeat, and how it ended (``stopped``, or ``abended`` with the
+  start, at each report and heartbeat, when the source's connection state changes, and when it
+  stops: its pid, start time, the last report's counters, the heartbeat, the connection state
+  (connected, connecting or disconnected, since when, the last error), and how it ended (``stopped``, or ``abended`` with the
   error). A file that still says ``running`` while nobody holds the lock is a run that ended
   without stopping (killed, crashed): abended as well.
 
@@ -23,6 +24,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +32,7 @@ from gendef.durable import atomic_write
 from msgcap.checkpoint import CheckpointFile
 from msgcap.lock import holder
 from msgcap.pipeline import OP_LABELS, Stats
+from msgcap.sources.base import ConnectionState, state_text
 from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
 from msgcap.trail.reader import sequence_files
 from props.errors import MsgcapError
@@ -69,8 +72,9 @@ class StatusPublisher:
     trail and the checkpoint are what count.
     """
 
-    def __init__(self, path: str, stats: Stats, *, heartbeat: float | None = None) -> None:
-        self.path, self.stats = path, stats
+    def __init__(self, path: str, stats: Stats, *, heartbeat: float | None = None,
+                 connection: Callable[[], ConnectionState] | None = None) -> None:
+        self.path, self.stats, self.connection = path, stats, connection
         self.heartbeat = float(heartbeat) if heartbeat else None
         self.pid = os.getpid()
         self.started_us = now_us()
@@ -82,7 +86,8 @@ class StatusPublisher:
                   "started": _iso(self.started_us), "updated": _iso(now),
                   "heartbeat_seconds": self.heartbeat,
                   "heartbeat": _iso(self.stats.heartbeat_us) if self.heartbeat else None,
-                  "report": {"time": _iso(now), **counters(self.stats)}}
+                  "report": {"time": _iso(now), **counters(self.stats)},
+                  "source": self.connection().as_dict() if self.connection else None}
         try:
             # no directory fsync: a status lost in a crash is rewritten at the next report
             atomic_write(self.path, json.dumps(record, indent=1).encode("utf-8"), sync_dir=False)
@@ -150,6 +155,10 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
         heartbeat = {"every_seconds": published["heartbeat_seconds"],
                      "last": published.get("heartbeat"),
                      "age_seconds": _age(published.get("heartbeat"), now)}
+    source = (published or {}).get("source") if state == "running" else None
+    if isinstance(source, dict):
+        source = {**source, "url": ",".join(settings.jms.url),
+                  "age_seconds": _age(source.get("since"), now)}
     files = []
     for _, path in sequence_files(trail.path, trail.seqlen):
         try:
@@ -177,6 +186,7 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
                   "writer_pid": writer if writer != pid else None},
         "report": (published or {}).get("report"),
         "heartbeat": heartbeat,
+        "source": source if isinstance(source, dict) else None,
         "problems": problems,
     }
 
@@ -257,6 +267,10 @@ def status_text(status: dict[str, Any]) -> str:
         for o in ops:
             tables.setdefault(o["table"], []).append(f"{o['op']} {o['count']}")
         lines += [f"  {table}  {'  '.join(parts)}" for table, parts in tables.items()]
+    source = status["source"]
+    if source is not None:
+        lines.append(f"source {source['url']}: " + state_text(
+            source["state"], _when(source["since"]), source["error"], source["age_seconds"]))
     beat = status["heartbeat"]
     if beat is not None:
         lines.append(f"heartbeat: every {beat['every_seconds']:g} s; last {_when(beat['last'])} "

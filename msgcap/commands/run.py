@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         with writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
                           trail=trail.path):
             publisher = StatusPublisher(status_path(settings.checkpoint_dir, trail.extract),
-                                        Stats(), heartbeat=settings.report_heartbeat)
+                                        Stats(), heartbeat=settings.report_heartbeat,
+                                        connection=lambda: source.connection)
             publisher.publish()
             try:
                 done = _capture(args, settings, source, publisher)
@@ -124,7 +125,8 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     jms = settings.jms
     reporter = Reporter(pipeline.stats, every_seconds=jms.report_time,
                         every_records=jms.report_records, heartbeat=settings.report_heartbeat,
-                        output=jms.report_output, publish=publisher.publish)
+                        output=jms.report_output, publish=publisher.publish,
+                        connection=publisher.connection)
     capture = Capture(source, pipeline, writer, sync=trail.sync, checkpoint=checkpoints,
                       archive=archive, reporter=reporter, max_idle=args.max_idle,
                       stop_grace=args.stop_grace,
@@ -134,7 +136,8 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     http = None
     if settings.report_http:
         http = HttpReport(settings.report_http, pipeline.stats,
-                          lambda: (capture.capturing, capture.connected, capture.trail_bytes))
+                          lambda: (capture.capturing, capture.connected, capture.trail_bytes),
+                          connection=publisher.connection)
         http.start()
         log.info("health and metrics on %s", http.url)
 
