@@ -108,6 +108,8 @@ _RECV_BYTES = 1 << 16
 # A connection that stayed up this long, or through which a message was acknowledged, worked:
 # after it is lost msgcap reconnects at once and the back-off starts again from its first delay.
 STABLE_SECONDS = 10.0
+# Why a connection ended when the broker closed it (a ``_Lost`` reason).
+BROKER_CLOSED = "connection closed by the broker"
 # How often frames count as a heart-beat for stomp.py's monitor (which waits 1.5 heart-beats).
 SIGN_OF_LIFE_SECONDS = 0.1
 
@@ -311,7 +313,7 @@ class _Listener:
         silent, allowed = time.monotonic() - self.heard, self._source._heartbeat[1] / 1000
         if allowed and silent >= allowed:
             return f"no heart-beat from the broker for {duration_text(silent)}"
-        return "connection closed by the broker"
+        return BROKER_CLOSED
 
 
 class StompSource(Source):
@@ -535,7 +537,9 @@ class StompSource(Source):
             self._worked()
         self._drop_connection()
         self.reconnects += 1
-        self._failed(url, f"{reason} after {duration_text(up)}", at_once=proven)
+        lasted = duration_text(up)
+        self._failed(url, f"{BROKER_CLOSED} after {lasted}" if reason == BROKER_CLOSED
+                     else f"{reason}; connection closed after {lasted}", at_once=proven)
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
