@@ -347,10 +347,13 @@ class HttpReport:
         path = req.path.split("?", 1)[0]
         if path == "/health":
             ok = capturing and connected
-            body = json.dumps({"status": "ok" if ok else "unavailable", "capturing": capturing,
-                               "connected": connected, "messages": self.stats.messages,
-                               "transactions": self.stats.transactions,
-                               "source": connection.as_dict() if connection else None}).encode()
+            health: dict[str, Any] = {
+                "status": "ok" if ok else "unavailable", "capturing": capturing,
+                "connected": connected, "messages": self.stats.messages,
+                "transactions": self.stats.transactions}
+            if connection is not None:
+                health["source"] = connection.as_dict()
+            body = json.dumps(health).encode()
             code, ctype = (200 if ok else 503), "application/json"
         elif path == "/metrics":
             body = metrics_text(self.stats, connected=connected, trail_bytes=trail_bytes,

@@ -110,7 +110,8 @@ def test_status_before_during_and_after_a_run_with_the_heartbeat(work) -> None:
         assert again["report"]["messages"] == 3 and again["report"]["operations"] == [
             {"table": "SALES.CUSTOMER", "op": "insert", "count": 3}]
         beats = wait_for("two heartbeat lines", lambda: (b := re.findall(
-            r"^msgcap heartbeat at .*: idle \d+ s, lag ([0-9.]+) s, messages 3; trail durable: "
+            r"^msgcap heartbeat at .*: idle \d+ s, lag ([0-9.]+) s, messages 3; source connected "
+            r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; trail durable: "
             r"dirdat/sa000000000 RBA \d+ \(3 transactions\)$",
             (work.root / "run.out").read_text(), re.MULTILINE))[1:] and b, proc, work)
         assert float(beats[-1]) > float(beats[0])
