@@ -23,6 +23,8 @@ This loop adds what only a live source needs:
   broker that cannot be reached must not keep a run alive) — but never inside a transaction:
   then it says, every
   ``WAIT_REPORT_SECONDS``, which transaction it is waiting for.
+* **Retention** (``trail.purge.*``): after a checkpoint in a newer file than the last purge's
+  (a rollover), old trail files are purged (``Retention``), after the group is acknowledged.
 * **Status**: after each durable group the pipeline's statistics learn the durable position
   (``Pipeline.mark_durable``); reports and the summary show it beside what was merely written.
 
@@ -60,12 +62,14 @@ from msgcap.dumps import entry_line, jsonl_message
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
 from msgcap.sources.base import Redelivery, Source, Unreadable
+from msgcap.summary import MAX_IDLE
 from parsers.model import Message
 from props.errors import MessageError, MsgcapError, SourceError
 
 if TYPE_CHECKING:
     from msgcap.assembler import Assembled, Assembler
     from msgcap.trail.records import Position
+    from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
     from props.settings import SyncMode
 
@@ -88,7 +92,7 @@ class Capture:
                  reporter: Reporter | None = None, max_idle: float | None = None,
                  stop_grace: float = 30.0, restart: Callable[[], Assembler] | None = None,
                  spill_path: str | None = None, spill_at: int | None = None,
-                 stream_at: int | None = STREAM_AT,
+                 stream_at: int | None = STREAM_AT, retention: Retention | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
         self.pipeline = pipeline
@@ -97,12 +101,14 @@ class Capture:
         self.checkpoint = checkpoint
         self.archive = archive
         self.reporter = reporter
+        self.retention = retention
         self.max_idle = max_idle
         self.stop_grace = stop_grace
         self._restart = restart
         self._clock = clock
         self._stopping = False
         self._stop_now = False
+        self._stop_reason: str | None = None  # stop()'s: what run() returns then
         self.capturing = False
         self.trail_bytes = 0
         self.redeliveries = 0
@@ -128,13 +134,16 @@ class Capture:
 
     # -- control --------------------------------------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, reason: str) -> None:
         """Finish the open transaction (if any) and stop; a second call stops at once.
+        ``reason`` (the signal's name) is what ``run()`` returns then.
 
         Safe from a signal handler: it only sets flags and wakes the source.
         """
         if self._stopping:
             self._stop_now = True
+        else:
+            self._stop_reason = reason
         self._stopping = True
         self.source.interrupt()
 
@@ -144,7 +153,8 @@ class Capture:
 
     # -- the loop -------------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self) -> str:
+        """Capture until stopped or idle; why it returned (``stop()``'s reason, or MAX_IDLE)."""
         pipeline, source, clock = self.pipeline, self.source, self._clock
         last_message = clock()
         stop_deadline: float | None = None
@@ -207,6 +217,7 @@ class Capture:
                     self.reporter.tick()
             self._drop_open()
             self._flush()
+            return self._stop_reason or MAX_IDLE
         except MsgcapError:
             self._drop_open(quietly=True)
             self._flush_quietly()
@@ -323,8 +334,9 @@ class Capture:
             return
         writer = self.writer
         pos = writer.flush_durable()
-        if self.checkpoint is not None and self._group_txs:
-            self.checkpoint.save(Checkpoint(
+        checkpoint = self.checkpoint if self._group_txs else None
+        if checkpoint is not None:
+            checkpoint.save(Checkpoint(
                 file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
                 last_ordinal=writer.last_audit_pos, last_txid=writer.last_txid,
                 last_message_id=self.pipeline.ids.last, txnum=writer.txnum,
@@ -338,6 +350,8 @@ class Capture:
             self._drop_spill()
         if ack:
             self._ack(done, discarded)
+        if checkpoint is not None and self.retention is not None:
+            self.retention.after_checkpoint(pos.seqno, writer.position.seqno)
 
     def _ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         """The one way to the source's ``ack``: the archive first (properties.md §10.3), so

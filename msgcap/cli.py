@@ -64,7 +64,8 @@ logging:
   go to stderr, its reports and summary to stdout (jms.report.output). msgcap
   batch logs to DIR/batch.log of its --output, with the output of the Spark JVM it
   starts (Spark's log, stack traces); its warnings and errors also go to stderr.
-  The other commands log to stderr.
+  The other commands log to stderr. With --json, run, replay and batch print their
+  summary as one JSON object, alone on stdout (run's reports then go to stderr).
 
 Every command takes the properties file with --prop; msgcap COMMAND --help describes
 one command. The manual is docs/ in the msgcap repository (docs/README.md).

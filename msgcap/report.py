@@ -53,6 +53,28 @@ def lag_seconds(stats: Stats, now_us: int) -> float | None:
     return (now_us - stats.last_commit_us) / 1e6
 
 
+def lag_words(seconds: float | None) -> str:
+    """Lag as a person reads it, in the two largest units ("2 h 05 min", "3 min 12 s",
+    "45 s", "4 d 3 h"; tenths under 10 s): every text that shows lag uses this, JSON gives
+    seconds. Negative when the source's clock is ahead of this host's."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 0:
+        return "-" + lag_words(-seconds)
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    minutes = round(whole / 60)
+    if minutes < 24 * 60:
+        return f"{minutes // 60} h {minutes % 60:02d} min"
+    hours = round(whole / 3600)
+    return f"{hours // 24} d {hours % 24} h"
+
+
 def _now_us() -> int:
     return time.time_ns() // 1000
 
@@ -118,8 +140,7 @@ class Reporter:
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         source = f"source {self.connection().text()}; " if self.connection is not None else ""
         self.emit(f"msgcap heartbeat at {when}: idle {now - self._last_message:.0f} s, lag "
-                  + (f"{lag:.3f} s" if lag is not None else "n/a")
-                  + f", messages {stats.messages}; {source}{stats.trail_status()}")
+                  f"{lag_words(lag)}, messages {stats.messages}; {source}{stats.trail_status()}")
         if self.publish is not None:
             self.publish()
 
@@ -137,7 +158,7 @@ class Reporter:
             lines.append(f"since last ({span:.0f} s): " + _counts(interval, span))
         lines += [f"  {table}  {parts}" for table, parts in _tables(stats)]
         lines.append(stats.trail_status())
-        lines.append("lag: " + (f"{lag:.3f} s" if lag is not None else "n/a"))
+        lines.append(f"lag: {lag_words(lag)}")
         self._last, self._last_time = stats.copy(), now
         self.reports += 1
         return "\n".join(lines)
@@ -369,7 +390,8 @@ class HttpReport:
 
     @property
     def url(self) -> str:
-        return f"http://{address_text(self.address)}/"
+        """``http://host:port``, the port the OS chose for port 0."""
+        return f"http://{address_text(self.address)}"
 
     def close(self) -> None:
         self.server.shutdown()

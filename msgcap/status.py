@@ -7,11 +7,14 @@ A capture is described by four things on disk, none of which ``status`` locks or
 * the checkpoint ``<EXTRACT>.cpj``: the durable position, and the source commit time of the last
   durable transaction (lag = now − that time);
 * the trail files and their sizes;
+* the purge record ``<EXTRACT>.purge`` (the last purge that removed trail files) and the
+  positions of the downstream readers ``trail.purge.readers`` names;
 * the status file ``<EXTRACT>.status`` that ``msgcap run`` publishes (``StatusPublisher``) at
   start, at each report and heartbeat, when the source's connection state changes, and when it
   stops: its pid, start time, the last report's counters, the heartbeat, the connection state
-  (connected, connecting or disconnected, since when, the last error), and how it ended (``stopped``, or ``abended`` with the
-  error). A file that still says ``running`` while nobody holds the lock is a run that ended
+  (connected, connecting or disconnected, since when, the last error), the address
+  ``report.http`` serves on, and how it ended (``stopped``, or ``abended`` with the error). A
+  file that still says ``running`` while nobody holds the lock is a run that ended
   without stopping (killed, crashed): abended as well.
 
 ``capture_status`` gathers them into one JSON-able dict (the stable shape of ``msgcap status
@@ -32,9 +35,11 @@ from gendef.durable import atomic_write
 from msgcap.checkpoint import CheckpointFile
 from msgcap.lock import holder
 from msgcap.pipeline import OP_LABELS, Stats
+from msgcap.report import lag_words
 from msgcap.sources.base import ConnectionState, state_text
 from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
 from msgcap.trail.reader import sequence_files
+from msgcap.trail.retention import load_record, reader_seqno
 from props.errors import MsgcapError
 from props.inputs import read_input
 
@@ -78,6 +83,7 @@ class StatusPublisher:
         self.heartbeat = float(heartbeat) if heartbeat else None
         self.pid = os.getpid()
         self.started_us = now_us()
+        self.http: str | None = None  # report.http's URL once it serves (the port 0 chose)
         self._failing = False
 
     def publish(self, state: str = "running", error: str | None = None) -> None:
@@ -86,8 +92,9 @@ class StatusPublisher:
                   "started": _iso(self.started_us), "updated": _iso(now),
                   "heartbeat_seconds": self.heartbeat,
                   "heartbeat": _iso(self.stats.heartbeat_us) if self.heartbeat else None,
-                  "report": {"time": _iso(now), **counters(self.stats)},
-                  "source": self.connection().as_dict() if self.connection else None}
+                  "http": self.http,
+                  "source": self.connection().as_dict() if self.connection else None,
+                  "report": {"time": _iso(now), **counters(self.stats)}}
         try:
             # no directory fsync: a status lost in a crash is rewritten at the next report
             atomic_write(self.path, json.dumps(record, indent=1).encode("utf-8"), sync_dir=False)
@@ -166,6 +173,11 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
         except FileNotFoundError:  # purged between listing and stat
             continue
     writer = holder(f"{trail.path}.lock")
+    last_purge = None
+    try:
+        last_purge = load_record(settings.checkpoint_dir, trail.extract)
+    except MsgcapError as exc:
+        problems.append(str(exc))
     return {
         "version": VERSION,
         "extract": trail.extract,
@@ -187,8 +199,26 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
         "report": (published or {}).get("report"),
         "heartbeat": heartbeat,
         "source": source if isinstance(source, dict) else None,
+        "http": (published or {}).get("http") if state == "running" else None,
+        "retention": _retention(trail),
+        "last_purge": last_purge,
         "problems": problems,
     }
+
+
+def _retention(trail: Any) -> dict[str, Any] | None:
+    """The ``trail.purge.*`` settings and where each reader is (null: no purging)."""
+    rules = trail.purge
+    if not rules.enabled:
+        return None
+    readers = []
+    for path in rules.readers:
+        try:
+            readers.append({"path": path, "seqno": reader_seqno(path, trail), "error": None})
+        except MsgcapError as exc:
+            readers.append({"path": path, "seqno": None, "error": str(exc)})
+    return {"minkeepfiles": rules.minkeepfiles, "minkeephours": rules.minkeephours,
+            "maxmegabytes": rules.maxmegabytes, "readers": readers}
 
 
 def _published(path: str, problems: list[str]) -> dict[str, Any] | None:
@@ -246,7 +276,7 @@ def status_text(status: dict[str, Any]) -> str:
     elif state != "never-started" and not status["problems"]:
         lines.append("checkpoint: none yet (no transaction made durable)")
     lines.append(f"last commit: {_when(status['last_commit']) if status['last_commit'] else 'none'}"
-                 f"; lag {_seconds(status['lag_seconds'])}")
+                 f"; lag {lag_words(status['lag_seconds'])}")
     trail = status["trail"]
     files = trail["files"]
     line = f"trail {trail['path']}: files {len(files)}, bytes {trail['bytes']}"
@@ -255,6 +285,7 @@ def status_text(status: dict[str, Any]) -> str:
     if trail["writer_pid"] is not None:
         line += f"; being written by process {trail['writer_pid']}"
     lines.append(line)
+    lines += _retention_lines(status)
     report = status["report"]
     if report is not None:
         ops = report["operations"]
@@ -271,8 +302,32 @@ def status_text(status: dict[str, Any]) -> str:
     if source is not None:
         lines.append(f"source {source['url']}: " + state_text(
             source["state"], _when(source["since"]), source["error"], source["age_seconds"]))
+    if status["http"] is not None:
+        lines.append(f"serving /health and /metrics on {status['http']}")
     beat = status["heartbeat"]
     if beat is not None:
         lines.append(f"heartbeat: every {beat['every_seconds']:g} s; last {_when(beat['last'])} "
                      f"({_seconds(beat['age_seconds'])} ago)")
     return "\n".join(lines)
+
+
+def _retention_lines(status: dict[str, Any]) -> list[str]:
+    """The retention settings, the readers' positions and the last purge."""
+    rules, purge = status["retention"], status["last_purge"]
+    if rules is None:
+        lines = ["retention: none (no trail.purge.* property: trail files are never removed)"]
+    else:
+        parts = [f"trail.purge.{key}={rules[key]}" for key in (
+            "minkeepfiles", "minkeephours", "maxmegabytes") if rules[key] is not None]
+        parts += [f"reader {r['path']} at seqno {r['seqno']}" if r["error"] is None
+                  else f"reader {r['path']} unreadable (every file kept)"
+                  for r in rules["readers"]]
+        lines = [f"retention: {'; '.join(parts)}"]
+    if purge is not None:
+        files = purge["files"]
+        lines.append(f"last purge: {_when(purge['time'])}: {len(files)} files, "
+                     f"{purge['bytes']} bytes"
+                     + (f" ({files[0]['file']} to {files[-1]['file']})" if files else ""))
+    elif rules is not None:
+        lines.append("last purge: none yet")
+    return lines

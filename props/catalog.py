@@ -1,4 +1,4 @@
-"""Every property name the loader accepts, listed from the loader's own tables.
+"""Every property name the loader accepts, listed from the loader's own tables (``props.keys``).
 
 The user reference (docs/properties.md) documents exactly this list, and tests/test_docs.py checks
 both directions, so the reference follows the loader: a key added to ``GLOBAL_KEYS``,
@@ -8,15 +8,16 @@ change, and the documentation test fails until the reference describes it.
 Families of keys are written with placeholders: ``<T>`` a qualified table name, ``<C>`` a column
 name, ``<prefix>`` an XML namespace prefix, ``<name>`` any name, ``<rule>`` an XML rule of any
 type, ``<txrule>`` / ``<oprule>`` / ``<colrule>`` one of that type. The loader recognises the
-families by their form (``_Loader._section_of``, ``_userdefs``, ``_dateformats``, ``_xml``); the
-documentation test loads an instance of each, which keeps ``FAMILIES`` honest.
+families by their form (``props.loader._section_of``, ``props.sections.common.userdefs`` and
+``dateformats``, ``props.sections.xml``); the documentation test loads an instance of each, which
+keeps ``FAMILIES`` honest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from props.loader import (
+from props.keys import (
     ALIASES,
     GLOBAL_KEYS,
     IGNORED_JNDI,

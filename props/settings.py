@@ -255,6 +255,21 @@ class JmsSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PurgeSettings:
+    """``trail.purge.*`` (§10.1.1): which old trail files a running capture removes, in the
+    spirit of GoldenGate's PURGEOLDEXTRACTS. All unset: none (GoldenGate's default too)."""
+
+    minkeepfiles: int | None = None  # keep at least the newest N files (the current one included)
+    minkeephours: int | None = None  # keep every file modified less than N hours ago
+    maxmegabytes: int | None = None  # remove finished files only while the trail is larger
+    readers: tuple[str, ...] = ()  # position files of downstream readers
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.minkeepfiles or self.minkeephours or self.maxmegabytes or self.readers)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TrailSettings:
     """``trail.*`` (§10.1)."""
 
@@ -269,6 +284,7 @@ class TrailSettings:
     defs: str | None = None
     extract: str = "MSGCAP"
     uri: str | None = None
+    purge: PurgeSettings = PurgeSettings()
 
     @property
     def directory(self) -> str:

@@ -227,6 +227,7 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
             result = run.execute(scans)
         if "trail" not in formats:
             result.stats.trail_files.clear()
+            result.stats.last_position = None
         else:
             result.outputs["trail"] = os.path.join(output, "trail")
         for f, uri in outputs.rows.items():
@@ -239,6 +240,9 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
             result.stats.last_position = lp._replace(file=outputs.final(lp.file))
         write_trail_defs(settings, definitions)
         outputs.commit("trail" in formats)
+        if "trail" in formats:  # fsynced and in place: all of it is durable, as replay says
+            result.stats.durable_position = result.stats.last_position
+            result.stats.durable_transactions = result.stats.transactions
     except BaseException:
         outputs.abort()
         raise

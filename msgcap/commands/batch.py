@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress-interval", type=float, default=5.0, metavar="SECONDS",
                         help="seconds between task progress lines on stderr (default 5; "
                              "0 = steps only, negative = quiet)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object on stdout (nothing there "
+                             "when an error stops the batch)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting (repeatable), e.g. spark.executor.memory=4g")
     parser.add_argument("--python-env", metavar="ARCHIVE",
@@ -54,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.batch.driver import FORMATS, LOG_NAME, run_batch
     from msgcap.batch.session import spark_session
     from msgcap.lock import writer_locks
+    from msgcap.summary import END_OF_INPUT, print_results, results
     from props.errors import MsgcapError, SourceError
     from props.loader import load_settings
 
@@ -97,14 +101,20 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         locks.close()
-    print(result.stats.summary())
-    for name, path in result.outputs.items():
-        if name != "trail":
-            print(f"{name} rows: {path}")
-    if result.discard_file:
-        print(f"discarded messages: {result.discard_file}")
-    if settings.trail.defs:
-        print(f"definitions: {settings.trail.defs}")
+    if args.json:
+        print_results(results("batch", result.stats, exit_reason=END_OF_INPUT,
+                              elapsed=time.monotonic() - started,
+                              discarded_to=result.discard_file, definitions=settings.trail.defs,
+                              outputs=result.outputs))
+    else:
+        print(result.stats.summary())
+        for name, path in result.outputs.items():
+            if name != "trail":
+                print(f"{name} rows: {path}")
+        if result.discard_file:
+            print(f"discarded messages: {result.discard_file}")
+        if settings.trail.defs:
+            print(f"definitions: {settings.trail.defs}")
     log.debug("batch of %d messages in %d splits took %.2f s", result.stats.messages,
               result.splits, time.monotonic() - started)
     return 0

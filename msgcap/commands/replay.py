@@ -2,7 +2,7 @@
 
 The same parser, assembler, trail writer and error policy as ``msgcap run``, fed from dump files
 (properties.md §13) instead of a broker; it ends with a summary of what was written and how far
-the trail is durable, also when an error stops it. An open transaction at the end of the input
+the trail is durable (``--json``: one JSON object), also when an error stops it. An open transaction at the end of the input
 is an error (§3.4). The trail's lock keeps a ``msgcap run`` or another replay off it meanwhile.
 """
 
@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="SECONDS",
                         help="seconds between progress lines on stderr (default 2; 0 = every "
                              "message, negative = never)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object on stdout")
     parser.add_argument("dumps", nargs="+", metavar="DUMP",
                         help="JSON Lines dumps (*.jsonl), discard files (*.dsc), text-line "
                              "files with --lines, or one message per file; globs and "
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.dumps import expand_inputs, read_messages
     from msgcap.lock import writer_locks
     from msgcap.pipeline import build_pipeline, write_trail_defs
+    from msgcap.summary import END_OF_INPUT, print_results, results, why_stopped
     from msgcap.trail.writer import TrailWriter
     from parsers.base import build_parser
     from props.loader import load_settings
@@ -68,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(sys.stderr, args.progress_interval)
         messages = read_messages(paths, lines=args.lines, max_bytes=settings.jms.maxbytes)
         started = time.monotonic()
+        ended: tuple[str, str | None] = (END_OF_INPUT, None)
         try:
             try:
                 replay_messages(pipeline, messages, progress)
@@ -75,15 +79,24 @@ def run(args: argparse.Namespace) -> int:
                 progress.done()
                 if not writer.broken:
                     pipeline.mark_durable(writer.flush_durable())
+        except BaseException as exc:
+            ended = why_stopped(exc)
+            raise
         finally:
             writer.close()
             if pipeline.discard is not None:
                 pipeline.discard.close()
-            print(stats.summary())
-            if stats.discarded:
-                print(f"discarded messages: {settings.error.file}")
-            sys.stdout.flush()
-    if trail.defs:
+            if args.json:
+                print_results(results("replay", stats, exit_reason=ended[0], error=ended[1],
+                                      elapsed=time.monotonic() - started,
+                                      discarded_to=settings.error.file,
+                                      definitions=trail.defs))
+            else:
+                print(stats.summary())
+                if stats.discarded:
+                    print(f"discarded messages: {settings.error.file}")
+                sys.stdout.flush()
+    if trail.defs and not args.json:
         print(f"definitions: {trail.defs}")
     log.debug("replay of %d messages took %.2f s", stats.messages, time.monotonic() - started)
     return 0

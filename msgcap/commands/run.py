@@ -5,7 +5,9 @@ first (one writer each), the trail is recovered from the checkpoint's durable po
 pipeline continues from what the trail holds, and only then is the source connected, so every
 redelivered message meets the duplicate rule. SIGTERM/SIGINT finish the open transaction and
 stop cleanly (a second signal stops at once); a summary with the durable position is always
-printed, and an error that stops the run goes to the log as well as to stderr.
+printed (``--json``: as one JSON object, ``msgcap.summary``), and an error that stops the run goes
+to the log as well as to stderr. ``report.http`` says on stderr where it serves (port 0: the
+port the system chose) and publishes the address to the status file for ``msgcap status``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-grace", type=float, default=30.0, metavar="SECONDS",
                         help="on SIGTERM/SIGINT, wait at most SECONDS without a message for an "
                              "open transaction to end (default 30)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the final summary as one JSON object on stdout (reports and "
+                             "heartbeat lines then go to stderr)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.pipeline import Stats
     from msgcap.sources import source_for
     from msgcap.status import StatusPublisher, status_path
+    from msgcap.summary import why_stopped
     from props.errors import MsgcapError
     from props.loader import load_settings
 
@@ -62,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 done = _capture(args, settings, source, publisher)
             except BaseException as exc:
-                publisher.publish("abended", _why(exc))
+                reason, error = why_stopped(exc)
+                publisher.publish("abended", error or reason)
                 raise
             publisher.publish("stopped")
             return done
@@ -74,18 +82,6 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
-def _why(exc: BaseException) -> str:
-    """The reason an abended run leaves in its status file."""
-    from props.errors import MsgcapError
-    from props.text import printable_line
-
-    if isinstance(exc, MsgcapError):
-        return str(exc)
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted"
-    return printable_line(f"internal error: {type(exc).__name__}: {exc} (see the log)")
-
-
 def _capture(args: argparse.Namespace, settings: Settings, source: Source,
              publisher: StatusPublisher) -> int:
     from gendef.build import build_definitions
@@ -95,6 +91,8 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     from msgcap.checkpoint import CheckpointFile
     from msgcap.pipeline import build_pipeline, write_trail_defs
     from msgcap.report import HttpReport, Reporter
+    from msgcap.summary import ERROR, print_results, results, why_stopped
+    from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
     from parsers.base import build_parser
     from props.errors import MsgcapError
@@ -110,6 +108,9 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
                          uri=trail.uri)
     recovery = writer.open(saved.recovery if saved else None)
+    retention = Retention(trail, settings.checkpoint_dir) if trail.purge.enabled else None
+    if retention is not None and saved is not None:  # nothing is passed without a checkpoint
+        retention.after_checkpoint(saved.seqno, recovery.seqno)
     pipeline = build_pipeline(settings, writer, recovery, definitions=definitions, parser=parser,
                               last_message_id=saved.last_message_id if saved else None,
                               discard_sync=trail.sync != "none", stats=publisher.stats)
@@ -126,29 +127,39 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     reporter = Reporter(pipeline.stats, every_seconds=jms.report_time,
                         every_records=jms.report_records, heartbeat=settings.report_heartbeat,
                         output=jms.report_output, publish=publisher.publish,
-                        connection=publisher.connection)
+                        connection=publisher.connection,
+                        out=sys.stderr if args.json else None)  # stdout: the JSON alone
     capture = Capture(source, pipeline, writer, sync=trail.sync, checkpoint=checkpoints,
                       archive=archive, reporter=reporter, max_idle=args.max_idle,
                       stop_grace=args.stop_grace,
                       restart=lambda: Assembler(rules, Restart.from_recovery(writer)),
                       spill_path=os.path.join(settings.checkpoint_dir,
-                                              f"{trail.extract}.spill.jsonl"))
+                                              f"{trail.extract}.spill.jsonl"),
+                      retention=retention)
     http = None
     if settings.report_http:
         http = HttpReport(settings.report_http, pipeline.stats,
                           lambda: (capture.capturing, capture.connected, capture.trail_bytes),
                           connection=publisher.connection)
         http.start()
-        log.info("health and metrics on %s", http.url)
+        said = f"serving /health and /metrics on {http.url}"
+        log.info("%s", said)
+        print(said, file=sys.stderr, flush=True)
+        publisher.http = http.url
+        publisher.publish()
 
-    previous = {sig: signal.signal(sig, lambda *_: capture.stop())
-                for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, lambda signum, _: capture.stop(
+        signal.Signals(signum).name)) for sig in (signal.SIGTERM, signal.SIGINT)}
     log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
              trail.path, recovery.seqno, recovery.rba, source.url)
+    ended: tuple[str, str | None] = (ERROR, None)  # (exit reason, error): set below
     try:
         capture.recover_spill()
         source.open()
-        capture.run()
+        ended = (capture.run(), None)
+    except BaseException as exc:
+        ended = why_stopped(exc)
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -163,9 +174,17 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
             pipeline.discard.close()
         if http is not None:
             http.close()
+            publisher.http = None
         stats = pipeline.stats
-        print(reporter.report("summary"))
-        sys.stdout.flush()
+        if args.json:
+            print_results(results(
+                "run", stats, exit_reason=ended[0], error=ended[1],
+                elapsed=time.monotonic() - reporter.started,
+                discarded_to=settings.error.destination or settings.error.file,
+                definitions=trail.defs))
+        else:
+            print(reporter.report("summary"))
+            sys.stdout.flush()
         log.info("stopped: %d messages, %d transactions written; %s", stats.messages,
                  stats.transactions, stats.trail_status())
     return 0

@@ -1,8 +1,8 @@
 """``msgcap status --prop P [--json]``: GGSCI's INFO EXTRACT for a capture, without a broker.
 
-Reads the writer lock, the checkpoint, the trail files and the status file ``msgcap run``
-publishes (``msgcap.status``); locks nothing and changes nothing, so it is safe beside a running
-capture. The exit status tells a script the state without parsing.
+Reads the writer lock, the checkpoint, the trail files, the status file ``msgcap run``
+publishes, its last purge record and the positions of ``trail.purge.readers``
+(``msgcap.status``); locks nothing and changes nothing, so it is safe beside a running capture. The exit status tells a script the state without parsing.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 
 from props.errors import MsgcapError
 
-HELP = ("show whether a capture runs, its connection to the source, durable position, trail, lag "
-        "and last report")
+HELP = ("show whether a capture runs, its connection to the source, durable position, trail "
+        "and its retention, lag and last report")
 
 RUNNING, NOT_RUNNING, ABENDED = 0, 3, 4
 

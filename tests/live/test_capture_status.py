@@ -60,8 +60,8 @@ def durable(work, transactions: int) -> Callable[[], dict[str, Any] | None]:
 def metrics_url(work, proc) -> str:
     log = work.root / "dirrpt" / "SALES.log"
     found = wait_for("metrics URL in the log", lambda: log.exists() and re.search(
-        r"health and metrics on (http://\S+/)", log.read_text()), proc, work)
-    return found[1] + "metrics"
+        r"serving /health and /metrics on (http://\S+)", log.read_text()), proc, work)
+    return found[1] + "/metrics"
 
 
 def scrape(url: str) -> tuple[str, dict[str, float]]:
@@ -109,12 +109,12 @@ def test_status_before_during_and_after_a_run_with_the_heartbeat(work) -> None:
         assert again["lag_seconds"] > st["lag_seconds"] and again["state"] == "running"
         assert again["report"]["messages"] == 3 and again["report"]["operations"] == [
             {"table": "SALES.CUSTOMER", "op": "insert", "count": 3}]
-        beats = wait_for("two heartbeat lines", lambda: (b := re.findall(
-            r"^msgcap heartbeat at .*: idle \d+ s, lag ([0-9.]+) s, messages 3; source connected "
+        # the lag in words (days since COMMIT): its growth is seen in the seconds above
+        wait_for("two heartbeat lines", lambda: re.findall(
+            r"^msgcap heartbeat at .*: idle \d+ s, lag \d+ d \d+ h, messages 3; source connected "
             r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; trail durable: "
             r"dirdat/sa000000000 RBA \d+ \(3 transactions\)$",
-            (work.root / "run.out").read_text(), re.MULTILINE))[1:] and b, proc, work)
-        assert float(beats[-1]) > float(beats[0])
+            (work.root / "run.out").read_text(), re.MULTILINE)[1:], proc, work)
 
         text_form = work.msgcap("status", "--prop", str(work.prop))
         assert text_form.returncode == RUNNING
@@ -140,7 +140,7 @@ def test_a_restarted_capture_measures_lag_from_the_checkpoint(work) -> None:
     assert json.loads((work.root / "dirchk" / "SALES.cpj").read_text())["last_commit_us"] == (
         1709288130000000)
     idle = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
-    assert "messages 0" in idle.stdout and re.search(r"^lag: [0-9.]+ s$", idle.stdout,
+    assert "messages 0" in idle.stdout and re.search(r"^lag: \d+ d \d+ h$", idle.stdout,
                                                           re.MULTILINE)
 
 

@@ -307,7 +307,7 @@ def test_stop_inside_a_streamed_transaction_removes_its_parts(home) -> None:
     source = ScriptedSource(bodies[:300])  # the rest arrives later
     run = Run(home, source, stream_at=20)
     run.capture.stop_grace = 0.05
-    source.when_empty = run.capture.stop
+    source.when_empty = lambda: run.capture.stop("SIGTERM")
     run()
     source.when_empty = None
     assert seqids(home) == ids(1, 1)

@@ -54,7 +54,7 @@ def test_an_ipv6_literal_serves_health() -> None:
     http.start()
     try:
         assert http.url.startswith("http://[::1]:")
-        assert _get(http.url + "health") == (200, {"status": "ok", "capturing": True,
+        assert _get(http.url + "/health") == (200, {"status": "ok", "capturing": True,
                                                    "connected": True, "messages": 0,
                                                    "transactions": 0})
     finally:

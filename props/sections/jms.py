@@ -1,0 +1,122 @@
+"""The ``jms.*`` section (properties.md §8, §9): where messages come from and how they are taken."""
+
+from __future__ import annotations
+
+import re
+
+from props.reader import UNSIGNED, Reader, path_problem, split_host_port, split_list
+from props.settings import IdKind, JmsSettings
+from props.text import quoted
+
+_JMS = JmsSettings()  # the defaults of unset properties
+_NAMED_ID_KINDS: dict[str, IdKind] = {"ogg": "ogg", "time": "time", "activemq": "activemq"}
+_CALLABLE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def jms_settings(r: Reader) -> JmsSettings:
+    urls: tuple[str, ...] = ()
+    url_text = r.text("jms.url")
+    if url_text is not None:
+        urls = tuple(_url(r, item) for item in split_list(url_text))
+        if len(urls) > 1 and any(u.startswith("dir:") for u in urls):
+            raise r.error("jms.url", "dir:PATH cannot be part of a failover list")
+    destination = r.text("jms.destination")
+    if destination is not None:
+        destination = broker_destination(r, destination)
+    elif any(not u.startswith("dir:") for u in urls):
+        raise r.error("jms.url", "a STOMP source needs jms.destination")
+    ssl_cert, ssl_key = r.path("jms.ssl.cert"), r.path("jms.ssl.key")
+    if ssl_cert and not ssl_key:
+        raise r.error("jms.ssl.cert", "requires jms.ssl.key")
+    if ssl_key and not ssl_cert:
+        raise r.error("jms.ssl.key", "requires jms.ssl.cert")
+    id_text, id_kind = _jms_id(r)
+    records = r.integer("jms.report.records", None, 1)
+    return JmsSettings(
+        url=urls, destination=destination,
+        user=r.raw("jms.user"), password=r.raw("jms.password"),
+        prefetch=r.integer("jms.prefetch", None, 1) or _JMS.prefetch,
+        heartbeat=_heartbeat(r),
+        ssl_ca=r.path("jms.ssl.ca"), ssl_cert=ssl_cert, ssl_key=ssl_key,
+        vhost=r.text("jms.vhost") or _JMS.vhost, selector=r.text("jms.selector") or None,
+        ack=r.choice("jms.ack", ("client", "client-individual"), _JMS.ack),
+        ack_batch=r.integer("jms.ack.batch", None, 1),
+        id=id_text, id_kind=id_kind,
+        report_output=r.choice("jms.report.output", ("report", "log", "both"),
+                               _JMS.report_output),
+        report_time=r.duration("jms.report.time"), report_records=records,
+        spool_minage=r.duration("jms.spool.minage") or _JMS.spool_minage,
+        maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
+    )
+
+
+def broker_destination(r: Reader, value: str, prop: str = "jms.destination") -> str:
+    """``NAME`` (a queue), ``/queue/NAME`` or ``/topic/NAME``, as the broker names it."""
+    for kind in ("/queue/", "/topic/"):
+        if value.startswith(kind):
+            if not value[len(kind):]:
+                raise r.error(prop, f"{quoted(value)} names no {kind[1:-1]}")
+            return value
+    if value.startswith("/") or any(c.isspace() for c in value):
+        raise r.error(prop, f"{quoted(value)} is not NAME, /queue/NAME or /topic/NAME")
+    return f"/queue/{value}"
+
+
+def _url(r: Reader, item: str) -> str:
+    if not item:
+        raise r.error("jms.url", "empty entry in the URL list")
+    if item.startswith("dir:"):
+        if not item[4:].strip():
+            raise r.error("jms.url", "dir: needs a directory (dir:PATH)")
+        problem = path_problem(item[4:])
+        if problem:
+            raise r.error("jms.url", problem)
+        return item
+    scheme, sep, rest = item.partition("://")
+    if not sep or scheme.lower() not in ("stomp", "stomp+ssl"):
+        raise r.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
+                      "stomp+ssl://host:port or dir:PATH")
+    authority = rest.removesuffix("/")
+    if "@" in authority:  # the error line shows the URL redacted (MsgcapError)
+        raise r.error("jms.url", f"{quoted(item)}: user information in the URL is not "
+                      "used; set jms.user and jms.password")
+    try:
+        _, port = split_host_port(authority)
+    except ValueError as exc:
+        raise r.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
+                      f"stomp+ssl://host:port or dir:PATH: {exc}") from None
+    if int(port) == 0:
+        raise r.error("jms.url", f"port 0 out of range in {quoted(item)}")
+    return item
+
+
+def _jms_id(r: Reader) -> tuple[str, IdKind]:
+    value = r.text("jms.id")
+    if value is None:
+        return _JMS.id, _JMS.id_kind
+    lower = value.lower()
+    kind = _NAMED_ID_KINDS.get(lower)
+    if kind is not None:
+        return kind, kind
+    if lower == "wmq":
+        raise r.error("jms.id", "WebSphere MQ ids are not available over STOMP; "
+                      "use a header or module:function")
+    if ":" in value:
+        if not _CALLABLE_ID.match(value):
+            raise r.error("jms.id", f"{quoted(value)} is not module:function")
+        return value, "callable"
+    if any(c.isspace() for c in value):
+        raise r.error("jms.id", f"{quoted(value)} is not a header name")
+    return value, "header"
+
+
+def _heartbeat(r: Reader) -> tuple[int, int]:
+    value = r.text("jms.heartbeat")
+    if value is None:
+        return _JMS.heartbeat
+    parts = split_list(value)
+    if len(parts) != 2 or not all(UNSIGNED.match(p) and len(p) <= 10 and int(p) < 2 ** 31
+                                  for p in parts):
+        raise r.error("jms.heartbeat", f"{quoted(value)} is not send_ms,recv_ms "
+                      "(two integers, 0 to 2147483647)")
+    return int(parts[0]), int(parts[1])
