@@ -11,6 +11,10 @@ comes. That alone cannot tell "no traffic" from "stuck"; the heartbeat (``report
 can: every interval the capture loop itself writes a heartbeat line and sets
 ``Stats.heartbeat_us`` (``msgcap_heartbeat_timestamp_seconds``), so a growing lag with a fresh
 heartbeat is a quiet source, and a heartbeat that stops advancing is a stuck capture.
+
+The source's connection state (``msgcap.sources.base.ConnectionState``: connected, connecting or
+disconnected, since when, the last error in words) is in the heartbeat line, ``/health`` and
+``/metrics``; the status file is published again whenever it changes.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
 from msgcap.pipeline import OP_LABELS, Stats
+from msgcap.sources.base import STATES, ConnectionState
 from msgcap.tally import Tally
 
 log = logging.getLogger("msgcap.report")
@@ -76,13 +81,15 @@ def _now_us() -> int:
 
 class Reporter:
     """Writes a report every ``every_seconds`` and/or every ``every_records`` messages, and a
-    heartbeat line every ``heartbeat`` seconds; ``publish`` is called after each of them
-    (``msgcap run`` replaces its status file there)."""
+    heartbeat line every ``heartbeat`` seconds; ``publish`` is called after each of them and
+    when ``connection()`` (the source's state) changes (``msgcap run`` replaces its status file
+    there)."""
 
     def __init__(self, stats: Stats, *, every_seconds: float | None = None,
                  every_records: int | None = None, heartbeat: float | None = None,
                  output: str = "report", out: TextIO | None = None,
                  publish: Callable[[], None] | None = None,
+                 connection: Callable[[], ConnectionState] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  now_us: Callable[[], int] = _now_us) -> None:
         self.stats = stats
@@ -92,6 +99,8 @@ class Reporter:
         self.output = output
         self.out = out or sys.stdout
         self.publish = publish
+        self.connection = connection
+        self._published_connection = connection() if connection is not None else None
         self._clock, self._now_us = clock, now_us
         self.started = self._last_time = self._last_beat = self._last_message = clock()
         self._last = stats.copy()
@@ -115,6 +124,12 @@ class Reporter:
                 self.publish()
         if self.heartbeat and now - self._last_beat >= self.heartbeat:
             self.beat(now)
+        if self.connection is not None:
+            connection = self.connection()
+            if connection is not self._published_connection:  # replaced: it changed
+                self._published_connection = connection
+                if self.publish is not None:
+                    self.publish()
 
     def beat(self, now: float) -> None:
         """One heartbeat: the loop is alive; how long it has been idle and the lag."""
@@ -123,8 +138,9 @@ class Reporter:
         stats.heartbeat_us = self._now_us()
         lag = lag_seconds(stats, stats.heartbeat_us)
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        source = f"source {self.connection().text()}; " if self.connection is not None else ""
         self.emit(f"msgcap heartbeat at {when}: idle {now - self._last_message:.0f} s, lag "
-                  f"{lag_words(lag)}, messages {stats.messages}; {stats.trail_status()}")
+                  f"{lag_words(lag)}, messages {stats.messages}; {source}{stats.trail_status()}")
         if self.publish is not None:
             self.publish()
 
@@ -176,7 +192,7 @@ def _label(value: str) -> str:
 
 
 def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
-                 now_us: int | None = None) -> str:
+                 now_us: int | None = None, connection: ConnectionState | None = None) -> str:
     """The Prometheus text exposition of §11's metrics."""
     now_us = _now_us() if now_us is None else now_us
     out: list[str] = []
@@ -227,6 +243,13 @@ def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
                [("", f"{stats.heartbeat_us / 1e6:.6f}")])
     metric("msgcap_source_connected", "gauge", "1 while the message source is connected.",
            [("", 1 if connected else 0)])
+    if connection is not None:
+        metric("msgcap_source_state", "gauge",
+               "1 for the source's connection state (connecting, connected, disconnected).",
+               [(f'{{state="{state}"}}', int(state == connection.state)) for state in STATES])
+        metric("msgcap_source_state_since_timestamp_seconds", "gauge",
+               "When the source's connection entered its current state.",
+               [("", f"{connection.since_us / 1e6:.6f}")])
     return "\n".join(out) + "\n"
 
 
@@ -304,12 +327,14 @@ class _Server6(_Server):
 class HttpReport:
     """``report.http``: ``GET /health`` and ``GET /metrics`` on a daemon thread.
 
-    ``state()`` returns ``(capturing, connected, trail_bytes)``; the server never blocks capture.
-    ``address`` is (host, port); an IPv6 literal host (``::1``) listens on IPv6.
+    ``state()`` returns ``(capturing, connected, trail_bytes)``, ``connection()`` the source's
+    connection state; the server never blocks capture. ``address`` is (host, port); an IPv6
+    literal host (``::1``) listens on IPv6.
     """
 
     def __init__(self, address: tuple[str, int], stats: Stats,
-                 state: Callable[[], tuple[bool, bool, int]]) -> None:
+                 state: Callable[[], tuple[bool, bool, int]],
+                 connection: Callable[[], ConnectionState] | None = None) -> None:
         report = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -321,7 +346,7 @@ class HttpReport:
             def log_message(self, fmt: str, *args: Any) -> None:
                 log.debug("http: " + fmt, *args)
 
-        self.stats, self.state = stats, state
+        self.stats, self.state, self.connection = stats, state, connection
         server = _Server6 if ":" in address[0] else _Server
         try:
             self.server = server(address, Handler)
@@ -339,16 +364,21 @@ class HttpReport:
 
     def _serve(self, req: BaseHTTPRequestHandler) -> None:
         capturing, connected, trail_bytes = self.state()
+        connection = self.connection() if self.connection is not None else None
         path = req.path.split("?", 1)[0]
         if path == "/health":
             ok = capturing and connected
-            body = json.dumps({"status": "ok" if ok else "unavailable", "capturing": capturing,
-                               "connected": connected, "messages": self.stats.messages,
-                               "transactions": self.stats.transactions}).encode()
+            health: dict[str, Any] = {
+                "status": "ok" if ok else "unavailable", "capturing": capturing,
+                "connected": connected, "messages": self.stats.messages,
+                "transactions": self.stats.transactions}
+            if connection is not None:
+                health["source"] = connection.as_dict()
+            body = json.dumps(health).encode()
             code, ctype = (200 if ok else 503), "application/json"
         elif path == "/metrics":
-            body = metrics_text(self.stats, connected=connected,
-                                trail_bytes=trail_bytes).encode()
+            body = metrics_text(self.stats, connected=connected, trail_bytes=trail_bytes,
+                                connection=connection).encode()
             code, ctype = 200, "text/plain; version=0.0.4; charset=utf-8"
         else:
             body, code, ctype = b"not found\n", 404, "text/plain"

@@ -10,9 +10,11 @@ A capture is described by four things on disk, none of which ``status`` locks or
 * the purge record ``<EXTRACT>.purge`` (the last purge that removed trail files) and the
   positions of the downstream readers ``trail.purge.readers`` names;
 * the status file ``<EXTRACT>.status`` that ``msgcap run`` publishes (``StatusPublisher``) at
-  start, at each report and heartbeat, and when it stops: its pid, start time, the last
-  report's counters, the heartbeat, the address ``report.http`` serves on, and how it ended
-  (``stopped``, or ``abended`` with the error). A file that still says ``running`` while nobody holds the lock is a run that ended
+  start, at each report and heartbeat, when the source's connection state changes, and when it
+  stops: its pid, start time, the last report's counters, the heartbeat, the connection state
+  (connected, connecting or disconnected, since when, the last error), the address
+  ``report.http`` serves on, and how it ended (``stopped``, or ``abended`` with the error). A
+  file that still says ``running`` while nobody holds the lock is a run that ended
   without stopping (killed, crashed): abended as well.
 
 ``capture_status`` gathers them into one JSON-able dict (the stable shape of ``msgcap status
@@ -25,6 +27,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +36,7 @@ from msgcap.checkpoint import CheckpointFile
 from msgcap.lock import holder
 from msgcap.pipeline import OP_LABELS, Stats
 from msgcap.report import lag_words
+from msgcap.sources.base import ConnectionState, state_text
 from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
 from msgcap.trail.reader import sequence_files
 from msgcap.trail.retention import load_record, reader_seqno
@@ -73,8 +77,9 @@ class StatusPublisher:
     trail and the checkpoint are what count.
     """
 
-    def __init__(self, path: str, stats: Stats, *, heartbeat: float | None = None) -> None:
-        self.path, self.stats = path, stats
+    def __init__(self, path: str, stats: Stats, *, heartbeat: float | None = None,
+                 connection: Callable[[], ConnectionState] | None = None) -> None:
+        self.path, self.stats, self.connection = path, stats, connection
         self.heartbeat = float(heartbeat) if heartbeat else None
         self.pid = os.getpid()
         self.started_us = now_us()
@@ -88,6 +93,7 @@ class StatusPublisher:
                   "heartbeat_seconds": self.heartbeat,
                   "heartbeat": _iso(self.stats.heartbeat_us) if self.heartbeat else None,
                   "http": self.http,
+                  "source": self.connection().as_dict() if self.connection else None,
                   "report": {"time": _iso(now), **counters(self.stats)}}
         try:
             # no directory fsync: a status lost in a crash is rewritten at the next report
@@ -156,6 +162,10 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
         heartbeat = {"every_seconds": published["heartbeat_seconds"],
                      "last": published.get("heartbeat"),
                      "age_seconds": _age(published.get("heartbeat"), now)}
+    source = (published or {}).get("source") if state == "running" else None
+    if isinstance(source, dict):
+        source = {**source, "url": ",".join(settings.jms.url),
+                  "age_seconds": _age(source.get("since"), now)}
     files = []
     for _, path in sequence_files(trail.path, trail.seqlen):
         try:
@@ -188,6 +198,7 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
                   "writer_pid": writer if writer != pid else None},
         "report": (published or {}).get("report"),
         "heartbeat": heartbeat,
+        "source": source if isinstance(source, dict) else None,
         "http": (published or {}).get("http") if state == "running" else None,
         "retention": _retention(trail),
         "last_purge": last_purge,
@@ -287,6 +298,10 @@ def status_text(status: dict[str, Any]) -> str:
         for o in ops:
             tables.setdefault(o["table"], []).append(f"{o['op']} {o['count']}")
         lines += [f"  {table}  {'  '.join(parts)}" for table, parts in tables.items()]
+    source = status["source"]
+    if source is not None:
+        lines.append(f"source {source['url']}: " + state_text(
+            source["state"], _when(source["since"]), source["error"], source["age_seconds"]))
     if status["http"] is not None:
         lines.append(f"serving /health and /metrics on {status['http']}")
     beat = status["heartbeat"]

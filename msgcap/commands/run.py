@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         with writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
                           trail=trail.path):
             publisher = StatusPublisher(status_path(settings.checkpoint_dir, trail.extract),
-                                        Stats(), heartbeat=settings.report_heartbeat)
+                                        Stats(), heartbeat=settings.report_heartbeat,
+                                        connection=lambda: source.connection)
             publisher.publish()
             try:
                 done = _capture(args, settings, source, publisher)
@@ -126,6 +127,7 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     reporter = Reporter(pipeline.stats, every_seconds=jms.report_time,
                         every_records=jms.report_records, heartbeat=settings.report_heartbeat,
                         output=jms.report_output, publish=publisher.publish,
+                        connection=publisher.connection,
                         out=sys.stderr if args.json else None)  # stdout: the JSON alone
     capture = Capture(source, pipeline, writer, sync=trail.sync, checkpoint=checkpoints,
                       archive=archive, reporter=reporter, max_idle=args.max_idle,
@@ -137,7 +139,8 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     http = None
     if settings.report_http:
         http = HttpReport(settings.report_http, pipeline.stats,
-                          lambda: (capture.capturing, capture.connected, capture.trail_bytes))
+                          lambda: (capture.capturing, capture.connected, capture.trail_bytes),
+                          connection=publisher.connection)
         http.start()
         said = f"serving /health and /metrics on {http.url}"
         log.info("%s", said)

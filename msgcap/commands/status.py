@@ -13,8 +13,8 @@ import sys
 
 from props.errors import MsgcapError
 
-HELP = ("show whether a capture runs, its durable position, trail and its retention, lag and "
-        "last report")
+HELP = ("show whether a capture runs, its connection to the source, durable position, trail "
+        "and its retention, lag and last report")
 
 RUNNING, NOT_RUNNING, ABENDED = 0, 3, 4
 

@@ -13,6 +13,10 @@ far the trail has got:
   capture's spill journal): the source may forget them for good. It sets ``message.ack`` to None
   and skips messages whose handle is None, so a message is never acknowledged twice.
 * ``interrupt()`` may be called from a signal handler: waits (back-off, polling) end early.
+* ``connection`` says where the connection stands (``ConnectionState``): ``msgcap status``, the
+  heartbeat line, ``/health`` and ``/metrics`` read it, from other threads too, so a source
+  replaces it (``_connection_is``), never changes it. Every protocol words its failures alike
+  (``failure_words``: "connection refused", "host not found", ...).
 
 ``Message.ack`` is the source's own opaque handle; ``Message.id`` the source's raw id (the capture
 applies ``jms.id`` to it).
@@ -20,10 +24,16 @@ applies ``jms.id`` to it).
 
 from __future__ import annotations
 
+import errno
+import socket
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Self
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Self
 
+from msgcap.trail.julian import unix_us_to_iso
 from parsers.model import Message
 from props.errors import MessageError
 
@@ -63,6 +73,80 @@ def entry_bytes(limit: int) -> int:
     return 6 * limit + HEADER_BYTES
 
 
+CONNECTING, CONNECTED, DISCONNECTED = "connecting", "connected", "disconnected"
+STATES = (CONNECTING, CONNECTED, DISCONNECTED)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionState:
+    """Where a source's connection stands: ``connecting`` (not connected yet in this run),
+    ``connected``, or ``disconnected`` (lost, and being tried again; or closed); ``since_us``:
+    when it entered that state (Unix time, µs); ``error``: the latest failure in words while
+    not connected. While a broker stays away the state and its time stay those of the loss
+    (or the start), and the error follows each failed attempt."""
+
+    state: str
+    since_us: int
+    error: str | None = None
+
+    @property
+    def since(self) -> str:
+        """``since_us`` as ISO-8601 UTC (``2026-11-26T05:12:40.123456Z``), as status shows times."""
+        return unix_us_to_iso(self.since_us)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shape of the status file and of ``status --json``."""
+        return {"state": self.state, "since": self.since, "error": self.error}
+
+    def text(self) -> str:
+        """For people: ``disconnected since 2026-11-26 05:12:40 UTC, last error: connection
+        refused``."""
+        when = datetime.fromtimestamp(self.since_us / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return state_text(self.state, when, self.error)
+
+
+def state_text(state: str, when: str, error: str | None, age: float | None = None) -> str:
+    """``ConnectionState.text``, also of a state read back from the status file (``age``:
+    seconds since ``when``, shown when given)."""
+    ago = f" ({age:.3f} s ago)" if age is not None else ""
+    return f"{state} since {when}{ago}" + (f", last error: {error}" if error else "")
+
+
+def failure_words(exc: OSError) -> str:
+    """What a failed connection means, in the words of ``ping`` and ``ssh``: "connection
+    refused" (nothing listens there), "host not found", "no route to host", "timed out"."""
+    if isinstance(exc, socket.gaierror):
+        if exc.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
+            return "host not found"
+        return f"host not found ({exc.strerror or exc})"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset by the broker"
+    if exc.errno == errno.EHOSTUNREACH:
+        return "no route to host"
+    if exc.errno == errno.ENETUNREACH:
+        return "network unreachable"
+    return (exc.strerror or str(exc) or type(exc).__name__).lower()
+
+
+def unreachable(host: str, port: int, timeout: float) -> str | None:
+    """Why a TCP connection to ``host:port`` fails (``failure_words``), None when it works: for
+    a client library that reports a failed connection without its reason."""
+    try:
+        socket.create_connection((host, port), timeout).close()
+    except OSError as exc:
+        return failure_words(exc)
+    return None
+
+
+def duration_text(seconds: float) -> str:
+    """``0.3 s`` below 10 s, else whole seconds (``312 s``)."""
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
 class Redelivery(Exception):
     """The connection was lost: unacknowledged messages will come again once it is back."""
 
@@ -84,11 +168,29 @@ class Source(ABC):
     # How many consumed messages may wait for durability before the capture should end its commit
     # group (a broker stops delivering at its prefetch limit); None: no limit.
     window: int | None = None
+    _state: ConnectionState | None = None
+
+    @property
+    def connection(self) -> ConnectionState:
+        """Where the connection stands (see the module doc); a source that never says
+        otherwise is connected from the first look."""
+        if self._state is None:
+            self._state = ConnectionState(CONNECTED, time.time_ns() // 1000)
+        return self._state
 
     @property
     def connected(self) -> bool:
         """Whether the source can currently deliver (``/health`` reports 503 when not)."""
-        return True
+        return self.connection.state == CONNECTED
+
+    def _connection_is(self, state: str, error: str | None = None) -> None:
+        """Record the connection's state: its time moves only when the state changes, the error
+        is the latest failure."""
+        current = self._state
+        if current is None or current.state != state:
+            self._state = ConnectionState(state, time.time_ns() // 1000, error)
+        elif current.error != error:
+            self._state = replace(current, error=error)
 
     def open(self) -> None:  # noqa: B027 - optional: a source with nothing to prepare
         """Connect / prepare; errors that must stop capture raise ``SourceError``. A source

@@ -38,6 +38,8 @@ from typing import NoReturn
 from gendef.durable import fsync_dir
 from msgcap.dumps import message_from_entry
 from msgcap.sources.base import (
+    CONNECTED,
+    DISCONNECTED,
     Source,
     Unreadable,
     body_size,
@@ -105,6 +107,7 @@ class SpoolSource(Source):
                               url=self.url) from None
         for sub in (DONE_DIR, ERROR_DIR):
             self._subdirs[sub] = self._open_subdir(sub)
+        self._connection_is(CONNECTED)
 
     def _open_subdir(self, sub: str) -> int:
         """A descriptor of ``PATH/sub``, created (and its name made durable) when missing."""
@@ -171,7 +174,9 @@ class SpoolSource(Source):
                         self._refuse(name, entry.inode(), "a symbolic link" if
                                      entry.is_symlink() else "not a regular file")
         except OSError as exc:
-            raise SourceError(f"cannot list: {exc.strerror or exc}", url=self.url) from None
+            why = f"directory unreadable: {exc.strerror or exc}"
+            self._connection_is(DISCONNECTED, why)
+            raise SourceError(why, url=self.url) from None
         names.sort(key=os.fsencode)
         self._pending.extend(names)
 

@@ -64,7 +64,19 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from msgcap.sources.base import HEADER_BYTES, Redelivery, Source, Unreadable, too_large
+from msgcap.sources.base import (
+    CONNECTED,
+    CONNECTING,
+    DISCONNECTED,
+    HEADER_BYTES,
+    Redelivery,
+    Source,
+    Unreadable,
+    duration_text,
+    failure_words,
+    too_large,
+    unreachable,
+)
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from msgcap.tally import Tally
 from parsers.model import Message
@@ -96,6 +108,8 @@ _RECV_BYTES = 1 << 16
 # A connection that stayed up this long, or through which a message was acknowledged, worked:
 # after it is lost msgcap reconnects at once and the back-off starts again from its first delay.
 STABLE_SECONDS = 10.0
+# Why a connection ended when the broker closed it (a ``_Lost`` reason).
+BROKER_CLOSED = "connection closed by the broker"
 # How often frames count as a heart-beat for stomp.py's monitor (which waits 1.5 heart-beats).
 SIGN_OF_LIFE_SECONDS = 0.1
 
@@ -253,6 +267,7 @@ class _Listener:
         self.receipts: dict[str, threading.Event] = {}  # receipt id -> set when it comes
         self.received: set[str] = set()  # receipts that came
         self.refused: str | None = None  # an ERROR frame while a receipt was awaited
+        self.heard = time.monotonic()  # when the broker last sent anything
 
     def on_connected(self, frame: Any) -> None:
         self.server = frame.headers.get("server", "")
@@ -277,16 +292,28 @@ class _Listener:
             self.refused = text or "ERROR frame"
             for event in self.receipts.values():
                 event.set()
-        self._source._inbox.put(_Lost(self._epoch, f"broker error: {text}"))
+        self._source._inbox.put(_Lost(self._epoch, f"ERROR frame from the broker ({text})"))
 
     def on_disconnected(self) -> None:
         self.answered.set()
         for event in self.receipts.values():
             event.set()
-        self._source._inbox.put(_Lost(self._epoch, "connection lost"))
+        self._source._inbox.put(_Lost(self._epoch, self._loss()))
+
+    def on_heartbeat(self) -> None:
+        self.heard = time.monotonic()  # (``_FrameReader``: anything read, at most every 0.1 s)
 
     def on_heartbeat_timeout(self) -> None:
         log.warning("no heart-beat from the broker")
+
+    def _loss(self) -> str:
+        """Why the connection ended, in words. stomp.py reports a heart-beat timeout (after
+        closing the connection itself) only after the loss: a broker silent for longer than
+        the heart-beats allow is that, anything else the broker closing the connection."""
+        silent, allowed = time.monotonic() - self.heard, self._source._heartbeat[1] / 1000
+        if allowed and silent >= allowed:
+            return f"no heart-beat from the broker for {duration_text(silent)}"
+        return BROKER_CLOSED
 
 
 class StompSource(Source):
@@ -340,12 +367,9 @@ class StompSource(Source):
         self.reconnects = 0
         self.acknowledged = 0  # messages acknowledged, and the ACK frames that took
         self.ack_frames = 0
+        self._connection_is(CONNECTING)
         if any(e.tls for e in self.endpoints):
             self._tls_files()  # fail at start, not at the first connection
-
-    @property
-    def connected(self) -> bool:
-        return self._conn is not None and self._connected_epoch == self._epoch
 
     @property
     def window(self) -> int:  # type: ignore[override]
@@ -392,15 +416,18 @@ class StompSource(Source):
         # back to the queue before we subscribe, or they would come after newer ones.
         headers = {"client-id": self._client_id}
         failure = None
+        started = time.monotonic()
         try:
             # stomp.py's own wait has no deadline: wait for the listener instead.
             conn.connect(self._user, self._password, wait=False, headers=headers)
             if not listener.answered.wait(CONNECT_TIMEOUT):
-                failure = "no CONNECTED frame in time"
+                failure = f"no answer to CONNECT in {CONNECT_TIMEOUT:.0f} s"
             elif not conn.is_connected():
-                failure = listener.connect_error or "connection closed"
-        except (StompException, OSError) as exc:
-            failure = str(exc) or type(exc).__name__
+                failure = listener.connect_error or "connection closed by the broker at CONNECT"
+        except StompException as exc:  # stomp.py could not open the socket, and says no more
+            failure = str(exc) or _unopened(endpoint, time.monotonic() - started)
+        except OSError as exc:
+            failure = failure_words(exc)
         if failure is not None:
             quiet_disconnect(conn)
             refused = listener.connect_error
@@ -408,7 +435,7 @@ class StompSource(Source):
                 raise SourceError(f"broker refused the connection: {refused}", url=endpoint.url)
             if endpoint.tls and refused is None:
                 failure = tls_failure(endpoint, self._tls_files(), failure)
-            self._failed(f"cannot connect to {endpoint.url} ({failure})")
+            self._failed(f"cannot connect to {endpoint.url}", failure)
             return
         broker = BrokerKind(listener.server)
         problem = refusal(broker, endpoint.url, selector=self._selector, id_mode=self._id_mode)
@@ -418,8 +445,10 @@ class StompSource(Source):
         self._connected_epoch, self.broker, self._listener = self._epoch, broker, listener
         try:
             refused = self._subscribe(conn, listener, broker)
-        except (StompException, OSError) as exc:  # closed between CONNECTED and SUBSCRIBE
-            refused = str(exc) or type(exc).__name__
+        except StompException as exc:  # closed between CONNECTED and SUBSCRIBE
+            refused = str(exc) or "connection closed by the broker"
+        except OSError as exc:
+            refused = failure_words(exc)
         if refused is not None:
             quiet_disconnect(conn)
             self._connected_epoch = -1
@@ -427,19 +456,24 @@ class StompSource(Source):
             if listener.refused is not None:  # an ERROR frame: no retry can cure it
                 raise SourceError(f"{broker.name} refused the subscription to "
                                   f"{self.destination}: {refused}", url=endpoint.url)
-            self._failed(f"cannot subscribe at {endpoint.url} ({refused})")
+            self._failed(f"cannot subscribe at {endpoint.url}", f"subscription failed: {refused}")
             return
         self._conn, self.endpoint = conn, endpoint
+        self._connection_is(CONNECTED)
         self._up_since, self._proven = time.monotonic(), False
         self._connection = f"{endpoint.url} ({broker.name}), consuming {self.destination}"
         # after failures, said once it worked (``_worked``), not at each attempt
         (log.debug if self._failures_since is not None else log.info)(
             "connected to %s", self._connection)
 
-    def _failed(self, what: str, *, at_once: bool = False) -> None:
-        """A connection attempt failed, or a connection was lost: schedule the next attempt
-        (``at_once``, or after the back-off's next delay) and log it, the first failure since a
-        connection last worked at once, the others once per ``TALLY_SECONDS`` with a count."""
+    def _failed(self, what: str, why: str, *, at_once: bool = False) -> None:
+        """A connection attempt failed, or a connection was lost (``what``, ``why`` in words):
+        the connection state says why, the next attempt is scheduled (``at_once``, or after the
+        back-off's next delay) and logged, the first failure since a connection last worked at
+        once, the others once per ``TALLY_SECONDS`` with a count."""
+        self._connection_is(CONNECTING if self.connection.state == CONNECTING else DISCONNECTED,
+                            why)
+        what = f"{what}: {why}"
         delay = 0.0 if at_once else self._backoff.delay()
         now = time.monotonic()
         self._next_attempt = now + delay
@@ -497,16 +531,20 @@ class StompSource(Source):
         failed soon after it opened after the back-off's next delay (a broker or proxy that
         accepts, subscribes and drops each connection must not be hammered)."""
         url = self.endpoint.url if self.endpoint else self.url
-        proven = self._proven or time.monotonic() - self._up_since >= STABLE_SECONDS
+        up = time.monotonic() - self._up_since
+        proven = self._proven or up >= STABLE_SECONDS
         if proven:
             self._worked()
         self._drop_connection()
         self.reconnects += 1
-        self._failed(f"{url}: {reason}", at_once=proven)
+        lasted = duration_text(up)
+        self._failed(url, f"{BROKER_CLOSED} after {lasted}" if reason == BROKER_CLOSED
+                     else f"{reason}; connection closed after {lasted}", at_once=proven)
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
+        self._connection_is(DISCONNECTED)
         if conn is not None:
             quiet_disconnect(conn)
         self._unacked.clear()
@@ -623,7 +661,8 @@ class StompSource(Source):
 
     def _lost_while_sending(self, exc: Exception) -> None:
         """A send failed: the receiver thread reports the loss; make sure it is seen."""
-        self._inbox.put(_Lost(self._epoch, f"send failed: {str(exc) or type(exc).__name__}"))
+        why = failure_words(exc) if isinstance(exc, OSError) else str(exc) or "connection closed"
+        self._inbox.put(_Lost(self._epoch, f"sending failed ({why})"))
 
     def interrupt(self) -> None:
         self._stop.set()
@@ -632,11 +671,23 @@ class StompSource(Source):
     def close(self) -> None:
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
+        self._connection_is(DISCONNECTED)
         if conn is not None:
             quiet_disconnect(conn)
         if self.acknowledged:
             log.info("%d messages acknowledged with %d ACK frames (jms.ack=%s)",
                      self.acknowledged, self.ack_frames, self._ack_mode)
+
+
+def _unopened(endpoint: Endpoint, took: float) -> str:
+    """Why stomp.py could not open a connection to ``endpoint`` (its exception does not say):
+    an attempt that used up the connect timeout timed out, else one more TCP connection
+    finds out (for TLS, ``tls_failure`` makes it)."""
+    if took >= CONNECT_TIMEOUT:
+        return "timed out"
+    if endpoint.tls:
+        return "connection failed"
+    return unreachable(endpoint.host, endpoint.port, CONNECT_TIMEOUT) or "connection failed"
 
 
 def _failure_text(count: int) -> str:

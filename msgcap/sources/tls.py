@@ -16,6 +16,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 
+from msgcap.sources.base import failure_words
 from props.errors import SourceError
 
 _SSL_C = re.compile(r"\(?_ssl\.c:\d+\)?:?")
@@ -137,7 +138,7 @@ def diagnose(host: str, port: int, files: TlsFiles, *, url: str,
         return TlsProblem(f"TLS: the broker refused the client certificate {files.cert} "
                           f"(jms.ssl.cert); broker alert: {alert}", True)
     except OSError as exc:  # not reachable, or no TLS on that port (a handshake timeout)
-        return TlsProblem(_ssl_text(exc), False)
+        return TlsProblem(failure_words(exc), False)
     return None
 
 

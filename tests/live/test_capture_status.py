@@ -111,7 +111,8 @@ def test_status_before_during_and_after_a_run_with_the_heartbeat(work) -> None:
             {"table": "SALES.CUSTOMER", "op": "insert", "count": 3}]
         # the lag in words (days since COMMIT): its growth is seen in the seconds above
         wait_for("two heartbeat lines", lambda: re.findall(
-            r"^msgcap heartbeat at .*: idle \d+ s, lag \d+ d \d+ h, messages 3; trail durable: "
+            r"^msgcap heartbeat at .*: idle \d+ s, lag \d+ d \d+ h, messages 3; source connected "
+            r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; trail durable: "
             r"dirdat/sa000000000 RBA \d+ \(3 transactions\)$",
             (work.root / "run.out").read_text(), re.MULTILINE)[1:], proc, work)
 
