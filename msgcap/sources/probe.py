@@ -53,8 +53,8 @@ class StompProbe(StompSource):
             failures.append(self._failure or "failed")
         raise SourceError("; ".join(failures), url=self.url)
 
-    def _failed(self, what: str, *, at_once: bool = False) -> None:
-        self._failure = what  # no back-off, no log: probe() says it
+    def _failed(self, what: str, why: str, *, at_once: bool = False) -> None:
+        self._failure = f"{what}: {why}"  # no back-off, no log: probe() says it
 
     def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:
         headers = broker.subscribe_headers(1, None)
