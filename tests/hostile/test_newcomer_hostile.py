@@ -1,0 +1,100 @@
+"""What a newcomer tripped on (issue 26 item 5): each mistake, made as a user makes it, through
+the command the user ran, gets one line saying what is wrong and where, or is read as meant.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gendef.cli import main as gendef_main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "fixed" / "copybook"
+PROPS = "dirprm/jmsvam.properties"
+COPYBOOK = "dirdef/retail.cpy"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the copybook example as the working directory."""
+    shutil.copytree(EXAMPLE, tmp_path, dirs_exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def gendef(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    status = gendef_main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line_error(status: int, err: str) -> str:
+    assert status == 2
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# -- copybooks ----------------------------------------------------------------------------------
+
+def test_a_missing_copybook_names_the_property_and_where_relative_paths_start(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    props = work / PROPS
+    props.write_text(props.read_text().replace(COPYBOOK, "dirdef/nope.cpy"))
+    line = one_line_error(*gendef(capsys, "-prop", PROPS)[::2])
+    assert line == (f"gendef: error: {PROPS}:23: fixed.copybook: dirdef/nope.cpy: no such file "
+                    f"(relative to the working directory {Path.cwd()}, not to the properties "
+                    "file)")
+
+
+def _as_written(work: Path, capsys: pytest.CaptureFixture[str], edit) -> tuple[int, str, str]:
+    """gendef over the example's copybook rewritten by ``edit`` (a function of its lines)."""
+    cpy = work / COPYBOOK
+    cpy.write_text("".join(edit(cpy.read_text().splitlines(keepends=True))))
+    return gendef(capsys, "-prop", PROPS)
+
+
+@pytest.mark.parametrize("edit", [
+    # indented with tabs: one tab for 01, two for the items and the comments
+    lambda lines: [ln.replace("       ", "\t", 1).replace("    ", "\t", 1) for ln in lines],
+    # every comment's '*' in column 1 instead of 7 (KEY, YYMMDD and DATEFORMAT in them)
+    lambda lines: [ln.lstrip() if ln.lstrip().startswith("*") else ln for ln in lines],
+    # the comments alone indented with a tab, the code with spaces
+    lambda lines: ["\t" + ln.lstrip() if ln.lstrip().startswith("*") else ln for ln in lines],
+    # no terminating periods, as manuals print copybook entries
+    lambda lines: [ln.replace(".\n", "\n") for ln in lines],
+    # the manual's style: no sequence area, no periods, one space after the level
+    lambda lines: [" ".join(ln.split()).removesuffix(".") + "\n" for ln in lines],
+], ids=["tabs", "comment-column-1", "tab-indented-comments", "no-periods", "manual"])
+def test_copybook_written_otherwise_is_read_as_meant(
+        work: Path, capsys: pytest.CaptureFixture[str], edit) -> None:
+    expected = gendef(capsys, "-prop", PROPS)
+    assert expected[0] == 0 and "Columns: 5" in expected[1]
+    assert _as_written(work, capsys, edit) == expected
+
+
+def test_a_tab_inside_the_sequence_area_of_code_is_refused_saying_so(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def clause_on_a_tab_line(lines: list[str]) -> list[str]:
+        at = next(i for i, ln in enumerate(lines) if "CUST-NAME" in ln)
+        lines[at] = lines[at].replace("PIC X(30).", "")
+        return [*lines[:at + 1], "\t\tPIC X(30).\n", *lines[at + 1:]]
+
+    line = one_line_error(*_as_written(work, capsys, clause_on_a_tab_line)[::2])
+    assert line == (f"gendef: error: {COPYBOOK}:11:1: a tab in columns 1-6 (the sequence area): "
+                    "fixed format counts columns, code starts in column 8; indent with spaces, "
+                    "or every level line with tabs (free format)")
+
+
+def test_a_missing_period_that_cannot_be_told_from_the_line_is_named(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def two_entries_one_line(lines: list[str]) -> list[str]:
+        return [ln.replace("PIC X(26).", "PIC X(26) 05 HDR-X PIC X.") for ln in lines]
+
+    line = one_line_error(*_as_written(work, capsys, two_entries_one_line)[::2])
+    assert line.startswith(f"gendef: error: {COPYBOOK}:3:")
+    assert line.endswith("field HDR-TIMESTAMP: unexpected token '05': a '.' missing before it? "
+                         "(a level number without one starts a line)")
