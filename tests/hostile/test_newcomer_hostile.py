@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gendef.cli import main as gendef_main
+from msgcap.cli import main as msgcap_main
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "fixed" / "copybook"
@@ -98,3 +99,29 @@ def test_a_missing_period_that_cannot_be_told_from_the_line_is_named(
     assert line.startswith(f"gendef: error: {COPYBOOK}:3:")
     assert line.endswith("field HDR-TIMESTAMP: unexpected token '05': a '.' missing before it? "
                          "(a level number without one starts a line)")
+
+
+# -- a file given where another kind is expected ------------------------------------------------
+
+def test_gendef_prop_given_a_copybook_says_where_it_goes(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = one_line_error(*gendef(capsys, "-prop", COPYBOOK)[::2])
+    assert line == (f"gendef: error: {COPYBOOK}: looks like a COBOL copybook, not a msgcap "
+                    f"properties file: use it as fixed.copybook={COPYBOOK} in the properties file")
+
+
+def test_dump_defs_given_a_properties_file_names_its_definitions(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert msgcap_main(["replay", "--prop", PROPS, "messages.jsonl"]) == 0
+    capsys.readouterr()
+    status = msgcap_main(["dump", "--defs", PROPS, "dirdat/rt000000000"])
+    line = one_line_error(status, capsys.readouterr().err)
+    assert line == (f"msgcap dump: error: {PROPS}: looks like a msgcap properties file, not "
+                    "source definitions (DEFGEN): the definitions of its tables are in "
+                    "dirdat/retail.def (its trail.defs)")
+    status = msgcap_main(["replay", "--prop", "dirdat/retail.def", "messages.jsonl"])
+    assert one_line_error(status, capsys.readouterr().err) == (
+        "msgcap replay: error: dirdat/retail.def: looks like source definitions (DEFGEN), not a "
+        "msgcap properties file: use it as fixed.sourcedefs=dirdat/retail.def "
+        "(delim.sourcedefs, xml.sourcedefs) in the properties file, or as msgcap dump --defs "
+        "dirdat/retail.def")
