@@ -4,7 +4,13 @@ the command the user ran, gets one line saying what is wrong and where, or is re
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +131,75 @@ def test_dump_defs_given_a_properties_file_names_its_definitions(
         "msgcap properties file: use it as fixed.sourcedefs=dirdat/retail.def "
         "(delim.sourcedefs, xml.sourcedefs) in the properties file, or as msgcap dump --defs "
         "dirdat/retail.def")
+
+
+# -- replay, dump and batch ---------------------------------------------------------------------
+
+def test_dump_of_a_glob_skips_the_writers_lock_file(work: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert msgcap_main(["replay", "--prop", PROPS, "messages.jsonl"]) == 0
+    capsys.readouterr()
+    assert (work / "dirdat" / "rt.lock").is_file()
+    glob = sorted(str(p.relative_to(work)) for p in (work / "dirdat").glob("rt*"))
+    assert glob == ["dirdat/rt.lock", "dirdat/rt000000000"]
+    for form in ([], ["--json"]):
+        assert msgcap_main(["dump", *form, "dirdat/rt000000000"]) == 0
+        alone = capsys.readouterr().out
+        assert msgcap_main(["dump", *form, *glob]) == 0
+        assert capsys.readouterr() == (alone, "")
+        assert "RETAIL.ORDERS" in alone
+
+
+def test_an_unknown_table_in_other_letters_suggests_fixed_encoding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("t.cpy").write_text("       01  H.\n           05  OP   PIC X.\n"
+                             "           05  TBL  PIC X(5).\n       01  NUMS.\n"
+                             "           05  K    PIC 9(2).\n")
+    Path("p.properties").write_text(
+        "trail.path=dirdat/nn\nparser.type=fixed\nfixed.schematype=copybook\n"
+        "fixed.copybook=t.cpy\nfixed.header=H\nfixed.optype=OP\nfixed.table=TBL\n"
+        "fixed.schema=N\nfixed.encoding=latin-1\n")
+    ebcdic = base64.b64encode("INUMS 12".encode("cp037")).decode()
+    Path("m.jsonl").write_text(json.dumps({"id": "m1", "body_b64": ebcdic}) + "\n")
+    status = msgcap_main(["replay", "--prop", "p.properties", "m.jsonl"])
+    out, err = capsys.readouterr()
+    assert one_line_error(status, err) == (
+        "msgcap replay: error: message m.jsonl:1: field TBL: unknown table N.ÕäÔâ@ (no such 01 "
+        "record): a name that is not printable ASCII; are the messages in "
+        "fixed.encoding=latin-1 (EBCDIC feeds: cp037, cp1047, ...)?")
+    # the summary agrees with the file it created: a file header, no transaction
+    assert "trail files: no transaction written\n" in out
+    assert "trail durable: dirdat/nn000000000 RBA " in out
+    assert "none written" not in out
+
+
+def test_batch_checks_its_output_before_starting_spark(work: Path) -> None:
+    """pyspark shadowed by a package that fails to import: the output's error comes first."""
+    fake = work / "nospark" / "pyspark"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('Spark was started')\n")
+    (work / "o" / "trail").mkdir(parents=True)
+    (work / "o" / "trail" / "rt000000000").write_bytes(b"x")
+    (work / "afile").write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(work / "nospark"), str(REPO)])}
+    for output, words in (("o", "o/trail: output exists and is not empty"),
+                          ("afile", "afile: not a directory")):
+        done = subprocess.run([sys.executable, "-m", "msgcap.cli", "batch", "--prop", PROPS,
+                               "--input", "messages.jsonl", "--output", output], env=env,
+                              capture_output=True, text=True, check=False, timeout=60)
+        assert one_line_error(done.returncode, done.stderr).startswith(
+            f"msgcap batch: error: {words}")
+
+
+def test_the_rows_op_values_are_documented_with_the_summarys_words() -> None:
+    from msgcap.pipeline import OP_LABELS
+    from msgcap.trail.records import OP_NAMES
+
+    section = (REPO / "docs" / "properties.md").read_text()
+    documented = dict(re.findall(r"^  \| `([A-Z]+)` \| ([a-z]+) \|", section, re.MULTILINE))
+    assert set(documented) == set(OP_NAMES.values())
+    assert set(documented.values()) == set(OP_LABELS.values())
+    for op, word in documented.items():
+        assert word in op.lower() or op in ("FIELDCOMP", "PKUPDATE") and word == "update"
