@@ -203,3 +203,32 @@ def test_the_rows_op_values_are_documented_with_the_summarys_words() -> None:
     assert set(documented.values()) == set(OP_LABELS.values())
     for op, word in documented.items():
         assert word in op.lower() or op in ("FIELDCOMP", "PKUPDATE") and word == "update"
+
+
+def test_a_replay_into_a_stopped_captures_trail_keeps_its_checkpoint_honest(
+        tmp_path: Path) -> None:
+    shutil.copytree(REPO / "examples" / "delimited", tmp_path, dirs_exist_ok=True)
+    lines = (tmp_path / "messages.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "first.jsonl").write_text("".join(lines[:2]))
+    (tmp_path / "rest.jsonl").write_text("".join(lines[2:]))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def msgcap(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "msgcap.cli", *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, check=False, timeout=120)
+
+    prop = ("--prop", PROPS)
+    assert msgcap("send", *prop, "first.jsonl").returncode == 0
+    assert msgcap("run", *prop, "--max-idle", "0.5").returncode == 0
+    assert msgcap("replay", *prop, "rest.jsonl").returncode == 0
+    trail = tmp_path / "dirdat" / "sa000000000"
+    checkpoint = json.loads((tmp_path / "dirchk" / "SALES.cpj").read_text())
+    assert (checkpoint["rba"], checkpoint["last_seqid"]) == (trail.stat().st_size, "0000000008")
+    status = msgcap("status", *prop).stdout
+    assert f"checkpoint: dirdat/sa000000000 RBA {trail.stat().st_size} (6 transactions" in status
+    # the next run continues after what replay added: every message again is a duplicate
+    assert msgcap("send", *prop, "messages.jsonl").returncode == 0
+    done = msgcap("run", *prop, "--max-idle", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert "messages 5  duplicates 5" in done.stdout
+    assert trail.stat().st_size == checkpoint["rba"]
