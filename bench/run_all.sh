@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-ensure_venv
+ensure_venv test
 
 declare -A CMD=(
   [trail]="bench/bench_trail.py 300000 1 3"

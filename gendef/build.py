@@ -13,6 +13,7 @@ Two views of the same sources:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,7 +113,10 @@ def load_source_definitions(settings: Settings) -> Definitions:
     if isinstance(parser, FixedSettings) and parser.schematype == "copybook":
         return _copybook_definitions(settings, parser)
     users = user_definitions(parser.userdefs, prefix, layout=True)
-    defs = read_defs(parser.sourcedefs) if parser.sourcedefs else Definitions()
+    defs = Definitions()
+    if parser.sourcedefs:
+        _check_exists(settings, f"{prefix}.sourcedefs", parser.sourcedefs)
+        defs = read_defs(parser.sourcedefs)
     for ut in parser.userdefs:
         if defs.get(ut.name) is not None:
             raise PropertyError(f"user-defined table {ut.name} is also defined in "
@@ -177,6 +181,7 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
 
     if not parser.copybook:
         raise _error(settings, "fixed.copybook", "required when fixed.schematype=copybook")
+    _check_exists(settings, "fixed.copybook", parser.copybook)
     copybook = compile_copybook_file(parser.copybook)
     header = copybook.record(parser.header) if parser.header else None
     if parser.header and header is None:
@@ -196,6 +201,16 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
                                 prop="fixed.userdefs.tables", file=ut.file,
                                 line=ut.line or None)
     return Definitions(defs.tables + users.tables, copybook=copybook)
+
+
+def _check_exists(settings: Settings, prop: str, path: str) -> None:
+    """A file property naming nothing: the error names the property and, for a relative path,
+    the directory it starts from (the working directory, not the properties file's)."""
+    if os.path.lexists(path):
+        return
+    where = "" if os.path.isabs(path) else (
+        f" (relative to the working directory {os.getcwd()}, not to the properties file)")
+    raise _error(settings, prop, f"{path}: no such file{where}")
 
 
 def _error(settings: Settings, prop: str, reason: str) -> PropertyError:

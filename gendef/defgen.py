@@ -19,6 +19,7 @@ from gendef.durable import atomic_write
 from gendef.model import Column, Definitions, DefsHeader, Table
 from props.errors import DefinitionError
 from props.inputs import read_input
+from props.kinds import DEFGEN, misplaced
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,12 @@ def read_defs(path: str | os.PathLike[str]) -> Definitions:
         line = data.count(b"\n", 0, exc.start) + 1
         raise DefinitionError(f"bytes not valid in {encoding}: {exc.reason}",
                               file=name, line=line) from None
-    defs = parse_defs(text, name)
+    try:
+        defs = parse_defs(text, name)
+    except DefinitionError:
+        if (reason := misplaced(text, name, DEFGEN)) is not None:
+            raise DefinitionError(reason, file=name) from None
+        raise
     log.debug("%s: %d tables (Defgen %s, %s)", name, len(defs), defs.header.version, encoding)
     return defs
 

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 from gendef.durable import fsync_parent
 from msgcap.archive import Archive
-from msgcap.checkpoint import Checkpoint, CheckpointFile
+from msgcap.checkpoint import CheckpointFile, checkpoint_of
 from msgcap.dumps import entry_line, jsonl_message
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
@@ -336,11 +336,9 @@ class Capture:
         pos = writer.flush_durable()
         checkpoint = self.checkpoint if self._group_txs else None
         if checkpoint is not None:
-            checkpoint.save(Checkpoint(
-                file=pos.file, seqno=pos.seqno, rba=pos.rba, last_seqid=writer.last_seqid,
-                last_ordinal=writer.last_audit_pos, last_txid=writer.last_txid,
-                last_message_id=self.pipeline.ids.last, txnum=writer.txnum,
-                messages=self.pipeline.stats.messages, trail=writer.path,
+            checkpoint.save(checkpoint_of(
+                writer, pos, last_message_id=self.pipeline.ids.last,
+                messages=self.pipeline.stats.messages,
                 last_commit_us=self.pipeline.stats.last_commit_us))
         self.pipeline.mark_durable(pos)
         done, discarded = self._done, self._discarded

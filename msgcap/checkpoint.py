@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from gendef.durable import atomic_write
 from msgcap.trail.records import Position
-from msgcap.trail.writer import Recovery
+from msgcap.trail.writer import Recovery, TrailWriter
 from props.errors import TrailError
 from props.inputs import read_input
 
@@ -50,6 +50,16 @@ class Checkpoint:
         """The durable position with what the trail holds there, for ``TrailWriter.open``."""
         return Recovery(self.last_seqid, self.last_ordinal, self.last_txid, self.txnum,
                         self.seqno, self.rba, self.file)
+
+
+def checkpoint_of(writer: TrailWriter, position: Position, *, last_message_id: str | None,
+                  messages: int, last_commit_us: int | None) -> Checkpoint:
+    """The checkpoint of what ``writer`` made durable at ``position`` (capture and replay)."""
+    return Checkpoint(file=position.file, seqno=position.seqno, rba=position.rba,
+                      last_seqid=writer.last_seqid, last_ordinal=writer.last_audit_pos,
+                      last_txid=writer.last_txid, last_message_id=last_message_id,
+                      txnum=writer.txnum, messages=messages, trail=writer.path,
+                      last_commit_us=last_commit_us)
 
 
 _OPTIONAL_TEXT = (str, type(None))

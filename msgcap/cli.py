@@ -69,8 +69,8 @@ logging:
   The other commands log to stderr. With --json, run, replay and batch print their
   summary as one JSON object, alone on stdout (run's reports then go to stderr).
 
-Every command takes the properties file with --prop; msgcap COMMAND --help describes
-one command. The manual is docs/ in the msgcap repository (docs/README.md).
+Every command takes the properties file with --prop (or -prop, as gendef and
+GoldenGate spell it); msgcap COMMAND --help describes one command. The manual is docs/ in the msgcap repository (docs/README.md).
 """
 
 
@@ -90,9 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def gendef_spelling(argv: list[str]) -> list[str]:
+    """``-prop FILE`` / ``-prop=FILE`` (gendef's and GoldenGate's habit) read as ``--prop``."""
+    return [f"-{arg}" if arg == "-prop" or arg.startswith("-prop=") else arg for arg in argv]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(gendef_spelling(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "command", None):
         parser.print_help()
         return 2

@@ -114,7 +114,7 @@ class Stats:
         if self.trail_files:
             lines.append("trail files: " + " ".join(self.trail_files))
         else:
-            lines.append("trail files: none written")
+            lines.append("trail files: no transaction written")
         if self.durable_position is not None:
             lines.append(self.trail_status())
         return "\n".join(lines)

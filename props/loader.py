@@ -34,6 +34,7 @@ from props.keys import (
     SECTION_KEYS,
     is_rule_key,
 )
+from props.kinds import PROPERTIES, misplaced
 from props.reader import (
     Pending,
     Reader,
@@ -80,6 +81,8 @@ def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise PropertyError("not valid UTF-8", file=path, line=line) from None
+    if (reason := misplaced(text, path, PROPERTIES)) is not None:
+        raise PropertyError(reason, file=path)
     return settings_from_text(text, path, env)
 
 

@@ -32,6 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+print_help_if_asked "$@"
 
 AMQ_HOME=/usr/share/activemq
 DIR="${MSGCAP_BROKER_DIR:-$PWD/.broker}"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The README's first command: live capture (msgcap run) of the delimited example from a spool
 # directory, in a temporary working copy, then the trail shown with `msgcap dump`.
+# Installs msgcap with its runtime dependencies only into .venv/ (MSGCAP_VENV), about 40 MB;
+# scripts/test.sh adds the test tools to the same virtualenv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+print_help_if_asked "$@"
 ensure_venv
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/msgcap-demo.XXXXXX")"

@@ -2,6 +2,16 @@
 # Sourced, not run.
 VENV="${MSGCAP_VENV:-$PWD/.venv}"
 
+# `bash scripts/NAME.sh --help` (or -h): the calling script's header comment on stdout, exit 0.
+print_help_if_asked() {
+    case "${1:-}" in
+        -h|--help)
+            awk 'NR == 1 && /^#!/ { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' \
+                "$(dirname "${BASH_SOURCE[0]}")/$(basename "$0")"
+            exit 0 ;;
+    esac
+}
+
 _sudo() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 _apt_install() {
@@ -10,16 +20,20 @@ _apt_install() {
     _sudo apt-get install -y -qq "$@" >/dev/null
 }
 
+# ensure_venv: msgcap and its runtime dependencies in $VENV (editable: it follows the checkout);
+# ensure_venv test: the test extras too (pytest, pyspark, fuzzing and type tools: ~700 MB more).
 ensure_venv() {
+    local extras="${1:-}" modules="msgcap, lxml, elementpath, stomp"
+    [ -z "$extras" ] || modules="$modules, pyspark, hypothesis, atheris"
+    local stamp="$VENV/.installed${extras:+-$extras}"
     if [ ! -x "$VENV/bin/python" ]; then
         python3 -m venv "$VENV" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$VENV"; }
     fi
-    if ! "$VENV/bin/python" -c 'import msgcap, lxml, elementpath, stomp, pyspark, hypothesis, atheris' 2>/dev/null \
-        || [ pyproject.toml -nt "$VENV/.installed" ]; then
-        echo "installing Python dependencies into $VENV ..." >&2
+    if ! "$VENV/bin/python" -c "import $modules" 2>/dev/null || [ pyproject.toml -nt "$stamp" ]; then
+        echo "installing msgcap${extras:+ with its $extras extras} into $VENV ..." >&2
         "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-        "$VENV/bin/python" -m pip install -q -e '.[test]'
-        touch "$VENV/.installed"
+        "$VENV/bin/python" -m pip install -q -e ".${extras:+[$extras]}"
+        touch "$stamp"
     fi
     export PATH="$VENV/bin:$PATH"
 }
@@ -98,3 +112,8 @@ broker_wait_started() {
     done
     [ -z "$OWNER" ] || stop_when_gone "$OWNER" "$DIR/watchdog.pid"
 }
+
+# Run rather than sourced: say what this file is.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    print_help_if_asked --help
+fi

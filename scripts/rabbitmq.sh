@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+print_help_if_asked "$@"
 
 DIR="${MSGCAP_BROKER_DIR:-$PWD/.rabbitmq}"
 PORT="${MSGCAP_STOMP_PORT:-61613}"

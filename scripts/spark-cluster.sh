@@ -26,6 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+print_help_if_asked "$@"
 
 DIR="${MSGCAP_SPARK_DIR:-$PWD/.spark-cluster}"
 PORT="${MSGCAP_SPARK_PORT:-7077}"

@@ -14,9 +14,10 @@
 #   other-client.pem .key  a client certificate issued by that unrelated CA
 # The PKCS#12 stores are protected by MSGCAP_TLS_STOREPASS (default: changeit).
 set -euo pipefail
+source "$(dirname "$0")/env.sh"
+print_help_if_asked "$@"
 
 if ! command -v openssl >/dev/null || ! command -v keytool >/dev/null; then
-    source "$(dirname "$0")/env.sh"
     command -v openssl >/dev/null || _apt_install openssl
     command -v keytool >/dev/null || ensure_activemq_package  # brings a JRE with keytool
 fi

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything msgcap needs (a virtualenv with the Python dependencies, the Debian
 # activemq and rabbitmq-server packages for the broker tests) and runs the full test suite.
+#
+#   bash scripts/test.sh                      # everything
+#   bash scripts/test.sh tests/docs -q        # arguments go to pytest (.venv/bin/pytest --help)
+#
+# MSGCAP_VENV: the virtualenv to use (default .venv/ in the repository).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-ensure_venv
+print_help_if_asked "$@"
+ensure_venv test
 ensure_activemq_package
 ensure_rabbitmq_package
 exec "$VENV/bin/python" -m pytest "$@"

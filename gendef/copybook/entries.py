@@ -39,6 +39,7 @@ _FIGURATIVE = frozenset({
 })
 _IGNORED_WORDS = frozenset({"GLOBAL", "EXTERNAL"})
 _LEVEL_RE = re.compile(r"^[0-9]{1,2}$")
+_DATA_NAME_RE = re.compile(r"^[A-Za-z0-9_:-]*[A-Za-z][A-Za-z0-9_:-]*$")  # a letter, no quote
 _NUMBER_RE = re.compile(r"^[+-]?[0-9]*[.,]?[0-9]+$")
 _DATE_WORD_RE = re.compile(r"^[YMDHISFT0-9\-/.:_]+$")
 
@@ -179,7 +180,24 @@ class EntryParser:
 
     def _skip_entry(self) -> None:
         while (t := self._next()) is not None and t.text != ".":
-            pass
+            if self._entry_follows(t):
+                self.pos -= 1
+                return
+
+    def _entry_follows(self, tok: Token) -> bool:
+        """Whether ``tok``, read where a clause or literal may come, starts the next entry
+        although the one before lacks its ending '.' (copybooks printed in manuals): a level
+        number first on its line, followed by a data name or a clause, never by a literal (a
+        list of values going on)."""
+        if not (tok.first and _LEVEL_RE.match(tok.text)):
+            return False
+        index = self.tokens.index(tok, self.pos - 1)
+        after = next((t for t in self.tokens[index + 1:] if isinstance(t, Token)), None)
+        if after is None:
+            return False
+        word = after.text.upper()
+        return word == "." or word in _CLAUSE_WORDS or (
+            _DATA_NAME_RE.match(after.text) is not None and word not in _FIGURATIVE)
 
     def _entry(self, tok: Token) -> Node | None:
         if not _LEVEL_RE.match(tok.text):
@@ -206,12 +224,12 @@ class EntryParser:
     def _clauses(self, node: Node) -> None:  # noqa: C901 - one branch per COBOL clause
         while True:
             tok = self._next()
-            if tok is None:
-                raise self.error("unexpected end of copybook: missing '.' after this token",
-                                 None, node.name)
-            word = tok.text.upper()
-            if word == ".":
+            if tok is None or tok.text == ".":
+                break  # the end of the text ends the last entry, as its '.' would
+            if self._entry_follows(tok):
+                self.pos -= 1
                 break
+            word = tok.text.upper()
             if word in ("PIC", "PICTURE"):
                 t = self._next()
                 if t is not None and t.text.upper() == "IS":
@@ -262,6 +280,9 @@ class EntryParser:
                     self._next()
             elif word in _IGNORED_WORDS:
                 pass
+            elif _LEVEL_RE.match(tok.text):
+                raise self.error(f"unexpected token {tok.text!r}: a '.' missing before it? (a "
+                                 "level number without one starts a line)", tok, node.name)
             else:
                 raise self.error(f"unexpected token {tok.text!r}", tok, node.name)
 
@@ -334,7 +355,7 @@ class EntryParser:
 
     def _value(self, tok: Token, node: Node) -> None:
         seen = False
-        while (p := self._peek()) is not None and p.text != ".":
+        while (p := self._peek()) is not None and p.text != "." and not self._entry_follows(p):
             word = p.text.upper()
             if (p.text[0] in "'\"" or word in _FIGURATIVE or _NUMBER_RE.match(p.text)
                     or (word[:2] in ("X'", 'X"', "N'", 'N"', "G'", 'G"'))):

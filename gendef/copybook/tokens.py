@@ -15,6 +15,7 @@ class Token:
     text: str
     line: int
     column: int  # 1-based, in the original line
+    first: bool = False  # the first word of its line: where an entry missing its '.' may end
 
 
 @dataclass(slots=True)
@@ -34,6 +35,8 @@ def is_free_format(lines: list[str]) -> bool:
             continue
         head = raw[:6]
         if head.strip() and re.match(r"^\s*\d{1,2}\s+\S", raw) and re.search(r"\S\s", head):
+            return True
+        if re.match(r"^ *\t\s*\d{1,2}\s+\S", raw):  # indented with tabs: no columns to count
             return True
     return False
 
@@ -63,6 +66,18 @@ def tokenize(text: str, file: str | None = None) -> list[Token | Comment]:
             if len(raw) >= 7 and raw[6] in "*/":
                 out.append(Comment(raw[7:72].strip(), lineno))
                 continue
+            if raw[:6].lstrip().startswith("*") and raw[6:7] != " ":
+                # '*' in the sequence area and text over column 7: a comment with its '*'
+                # misplaced (it belongs in column 7); read as one, so that a KEY or date
+                # format in it is not lost or cut into code
+                out.append(Comment(raw[:72].lstrip().lstrip("*>").strip(), lineno))
+                continue
+            lead = len(raw) - len(raw.lstrip())
+            if lead < min(6, len(raw)) and "\t" in raw[:lead]:
+                raise CopybookError(
+                    "a tab in columns 1-6 (the sequence area): fixed format counts columns, "
+                    "code starts in column 8; indent with spaces, or every level line with tabs "
+                    "(free format)", file=file, line=lineno, column=raw.index("\t") + 1)
             if len(raw) >= 7 and raw[6] == "-" and open_literal is not None:
                 code, start = raw[7:72], 7
                 quote = code.find(open_literal.text[0])
@@ -103,6 +118,7 @@ def split_words(code: str, start: int, lineno: int, out: list, resume: str | Non
         if close < 0:
             return Token(resume, lineno, start + 1)
         i = close + 1
+    first_at = len(code) - len(code.lstrip(" \t\f,;")) if resume is None else -1
     while i < n:
         ch = code[i]
         if ch in " \t\f,;":
@@ -121,10 +137,11 @@ def split_words(code: str, start: int, lineno: int, out: list, resume: str | Non
                     j + 1 >= n or code[j + 1] in " \t")):
                 j += 1
         word = code[i:j]
+        first = i == first_at
         if len(word) > 1 and word.endswith("."):
-            out.append(Token(word[:-1], lineno, start + i + 1))
+            out.append(Token(word[:-1], lineno, start + i + 1, first))
             out.append(Token(".", lineno, start + j))
         else:
-            out.append(Token(word, lineno, start + i + 1))
+            out.append(Token(word, lineno, start + i + 1, first))
         i = j
     return None

@@ -69,16 +69,25 @@ class Result:
     most_held: int = 0  # the most partitions whose framed bytes the driver waited for at once
 
 
+def check_output(output: str, formats: tuple[str, ...]) -> None:
+    """Refuse an ``--output`` that already holds a batch's outputs; ``msgcap batch`` asks
+    before it starts Spark (seconds), ``Outputs`` again before writing."""
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise SourceError("not a directory; --output names the directory the batch creates",
+                          url=output)
+    for sub in ("trail", "errors", *formats):
+        d = os.path.join(output, sub)
+        if os.path.isdir(d) and os.listdir(d):
+            raise SourceError("output exists and is not empty; remove it or choose "
+                              "another --output", url=d)
+
+
 class Outputs:
     """``DIR``'s outputs, written under temporary names and renamed into place by ``commit``;
     ``abort`` removes them (a failed job leaves no partial output)."""
 
     def __init__(self, output: str, formats: tuple[str, ...], rows_output: str | None) -> None:
-        for sub in ("trail", "errors", *formats):
-            d = os.path.join(output, sub)
-            if os.path.isdir(d) and os.listdir(d):
-                raise SourceError("output exists and is not empty; remove it or choose "
-                                  "another --output", url=d)
+        check_output(output, formats)
         os.makedirs(output, exist_ok=True)
         self.output = output
         self.formats = formats

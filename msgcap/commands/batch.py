@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gendef.logsetup import FILE_ONLY, configure_logging
-    from msgcap.batch.driver import FORMATS, LOG_NAME, run_batch
+    from msgcap.batch.driver import FORMATS, LOG_NAME, check_output, run_batch
     from msgcap.batch.session import spark_session
     from msgcap.lock import writer_locks
     from msgcap.summary import END_OF_INPUT, print_results, results
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             raise SourceError(f"{item!r} is not KEY=VALUE", url="--conf")
         conf.append((key.strip(), value))
     settings = load_settings(args.prop)
+    check_output(args.output, formats)
     from pyspark.sql import SparkSession
 
     # one batch per output directory (held until the process ends, released when it stops)

@@ -32,6 +32,8 @@ def _expand(args: list[str]) -> list[tuple[str, bool]]:
 
     out = []
     for a in args:
+        if a.endswith(".lock") and os.path.isfile(a) and len(args) > 1:
+            continue  # the writer's lock beside the trail files (msgcap/lock.py): dirdat/sa*
         if os.path.exists(a):
             out.append((a, False))
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, TextIO
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from msgcap.checkpoint import CheckpointFile
     from msgcap.pipeline import Pipeline, Stats
     from parsers.model import Message
+    from props.settings import Settings
 
 log = logging.getLogger("msgcap.replay")
 
@@ -45,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gendef.build import build_definitions
     from gendef.logsetup import configure_logging
+    from msgcap.checkpoint import checkpoint_of
     from msgcap.dumps import expand_inputs, read_messages
     from msgcap.lock import writer_locks
     from msgcap.pipeline import build_pipeline, write_trail_defs
@@ -59,14 +63,18 @@ def run(args: argparse.Namespace) -> int:
     definitions = build_definitions(settings)
     parser = build_parser(settings, definitions)
     trail = settings.trail
-    with writer_locks(checkpoint_dir=None, extract=None, trail=trail.path):
+    checkpoints = captures_checkpoint(settings)
+    with writer_locks(checkpoint_dir=settings.checkpoint_dir if checkpoints else None,
+                      extract=trail.extract if checkpoints else None, trail=trail.path):
+        saved = checkpoints.load(trail.path) if checkpoints else None
         write_trail_defs(settings, definitions)
         writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
                              byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
                              uri=trail.uri)
-        recovery = writer.open()
+        recovery = writer.open(saved.recovery if saved else None)
         pipeline = build_pipeline(settings, writer, recovery, definitions=definitions,
-                                  parser=parser)
+                                  parser=parser,
+                                  last_message_id=saved.last_message_id if saved else None)
         stats = pipeline.stats
         progress = Progress(sys.stderr, args.progress_interval)
         messages = read_messages(paths, lines=args.lines, max_bytes=settings.jms.maxbytes)
@@ -78,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
             finally:  # what was written before an error is kept: make it durable first
                 progress.done()
                 if not writer.broken:
-                    pipeline.mark_durable(writer.flush_durable())
+                    durable = writer.flush_durable()
+                    pipeline.mark_durable(durable)
+                    if checkpoints is not None and saved is not None and stats.transactions:
+                        checkpoints.save(checkpoint_of(
+                            writer, durable, last_message_id=pipeline.ids.last,
+                            messages=stats.messages, last_commit_us=stats.last_commit_us))
         except BaseException as exc:
             ended = why_stopped(exc)
             raise
@@ -100,6 +113,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"definitions: {trail.defs}")
     log.debug("replay of %d messages took %.2f s", stats.messages, time.monotonic() - started)
     return 0
+
+
+def captures_checkpoint(settings: Settings) -> CheckpointFile | None:
+    """The checkpoint of the capture (``msgcap run``) that writes this trail, if there is one:
+    replay then continues from it and keeps it in step, so that ``status`` and the next run's
+    recovery see what replay added."""
+    from msgcap.checkpoint import CheckpointFile
+
+    trail = settings.trail
+    checkpoints = CheckpointFile(settings.checkpoint_dir, trail.extract)
+    if not os.path.exists(checkpoints.path):
+        return None
+    saved = checkpoints.load()
+    if saved is not None and os.path.normpath(saved.trail or trail.path) != os.path.normpath(
+            trail.path):
+        return None  # another configuration's trail
+    return checkpoints
 
 
 def replay_messages(pipeline: Pipeline, messages: Iterable[Message], progress: Progress

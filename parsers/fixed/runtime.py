@@ -314,12 +314,19 @@ class FixedParser(ParserBase[FixedPlan]):
             plan = self._tables.get(table.name) if table is not None else None
         if plan is None:
             raise MessageError(f"unknown table {name}"
-                               + (" (no such 01 record)" if self._copybook else ""),
-                               position=self._table_position)
+                               + (" (no such 01 record)" if self._copybook else "")
+                               + self._encoding_hint(name), position=self._table_position)
         if len(self._by_name) >= _CACHE_SIZE:
             self._by_name.clear()
         self._by_name[name] = plan
         return plan
+
+    def _encoding_hint(self, name: str) -> str:
+        """A table name that is not printable ASCII was most likely read in the wrong code page."""
+        if name.isascii() and name.isprintable():
+            return ""
+        return (f": a name that is not printable ASCII; are the messages in "
+                f"fixed.encoding={self.plan.encoding} (EBCDIC feeds: cp037, cp1047, ...)?")
 
     def _named_table(self, name: str) -> _Table | None:
         """``SCHEMA.RECORD`` without ``fixed.schema``: the record's table under the message's

@@ -382,7 +382,7 @@ def test_rows_only(local_spark, tmp_path, monkeypatch, capsys):
                  "--format", "json", "--progress-interval", "-1"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "trail files: none written" in out and "json rows: o/json" in out
+    assert "trail files: no transaction written" in out and "json rows: o/json" in out
     assert not Path("o/trail").exists() and not Path("o/.staging").exists()
     assert local_spark.read.json(str(tmp_path / "o/json")).count() == 8
 

@@ -378,7 +378,7 @@ def test_odd_binary_sizes() -> None:
 @pytest.mark.parametrize(("src", "line", "token", "needle"), [
     ("       01  R.\n           05  A  PIC X(3) FOO.\n", 2, "FOO", "unexpected token 'FOO'"),
     ("       01  R.\n           05  A  PIC Q(3).\n", 2, "Q(3)", "invalid symbol 'Q'"),
-    ("       01  R.\n           05  A  PIC X(3)\n", 2, "X(3)", "missing '.'"),
+    ("       01  R.\n           05  A  PIC X(3) 05 B PIC X.\n", 2, "05 B", "a '.' missing before it"),
     ("       01  R.\n           AB  A  PIC X.\n", 2, "AB", "expected a level number, found 'AB'"),
     ("       01  R.\n           05  A.\n", 2, "05", "elementary item without PIC"),
     ("       01  R.\n           05  A  PIC X.\n               10  B PIC X.\n", 3, "10",

@@ -216,7 +216,8 @@ def test_missing_arguments_and_files(home: Path) -> None:
     assert_one_line_error(gendef(home, "-prop", "dirprm/none.properties"),
                           "dirprm/none.properties", "cannot read")
     assert_one_line_error(gendef(home, *PROP, props=DELIM_PROPS.replace("sales.def", "no.def")),
-                          "dirdef/no.def", "cannot read")
+                          "delim.sourcedefs: dirdef/no.def: no such file (relative to the "
+                          f"working directory {home}, not to the properties file)")
 
 
 @pytest.mark.parametrize(("defs_text", "words"), [
