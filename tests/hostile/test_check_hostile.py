@@ -3,33 +3,24 @@ check as it is for run, which check finds without trying to write (issue 26)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.check.test_check import PROP, Home, errors
+from tests.hostile.conftest import tmpfs
 
 
 @pytest.fixture
 def read_only_trail(tmp_path: Path) -> Iterator[Home]:
     """The example home whose ``dirdat`` is a read-only tmpfs (root ignores permission bits,
     not a read-only mount). Needs root; skipped otherwise."""
-    if os.geteuid() != 0:
-        pytest.skip("a read-only file system needs root to mount a tmpfs")
     home = Home(tmp_path / "home")
     dirdat = home.root / "dirdat"
     dirdat.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(dirdat)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip() or done.returncode}")
-    try:
+    with tmpfs(dirdat, "ro"):
         yield home
-    finally:
-        subprocess.run(["umount", "-l", str(dirdat)], check=True)
 
 
 def test_a_read_only_trail_directory_is_a_problem_as_run_finds_it(read_only_trail: Home

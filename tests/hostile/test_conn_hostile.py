@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,28 +34,8 @@ from msgcap.sources.base import (
 from msgcap.sources.spool import SpoolSource
 from msgcap.sources.stomp import StompSource
 from props.errors import SourceError
+from tests.hostile.conftest import free_port, wait_for
 from tests.live.conftest import Work
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Work:
-    return Work(tmp_path / "home")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """``condition()``'s first true value, polled until ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.1)
-    return value
 
 
 def status(work: Work) -> dict[str, Any]:

@@ -13,13 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.conftest import Work
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Work:
-    return Work(tmp_path / "home")
-
 
 def wait_for(path: Path, proc, seconds: float = 60) -> None:
     """Poll until ``path`` exists; the capture must still be running meanwhile."""

@@ -32,11 +32,6 @@ from tests.live.test_lost_acks import LosingSource
 SPILL_AT = 1000  # msgcap run's threshold on a spool directory (no broker window)
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Work:
-    return Work(tmp_path / "home")
-
-
 def archived(directory: Path) -> list[str]:
     """The raw ids in the archive files; a last line cut by the kill is not an entry."""
     found = []

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,27 +23,8 @@ from msgcap.report import MAX_CONNECTIONS, REQUEST_SECONDS
 from msgcap.sources.base import Redelivery
 from msgcap.sources.stomp import Backoff, StompSource
 from msgcap.tally import Tally
+from tests.hostile.conftest import free_port, wait_for
 from tests.live.conftest import Work
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Work:
-    return Work(tmp_path / "home")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
-
 
 # -- report.http -------------------------------------------------------------------------------
 
@@ -75,7 +56,7 @@ def capture_with_http(work: Work) -> Iterator[tuple[int, int]]:
     work.spool(report_http=f"127.0.0.1:{port}")
     proc = work.start("run", "--prop", str(work.prop))
     try:
-        wait_until(lambda: proc.poll() is None and health(port) == 200, "/health")
+        wait_for(lambda: proc.poll() is None and health(port) == 200, "/health")
         yield proc.pid, port
     finally:
         proc.terminate()
@@ -105,13 +86,13 @@ def test_idle_connections_to_health_are_capped_and_time_out(capture_with_http) -
             assert descriptors(pid) <= fds + MAX_CONNECTIONS + 2
             assert threads(pid) <= live + MAX_CONNECTIONS + 2
             time.sleep(0.05)
-        wait_until(lambda: all(closed_by_server(s) for s in idle),
+        wait_for(lambda: all(closed_by_server(s) for s in idle),
                    "the server to close every idle connection", REQUEST_SECONDS + 5)
         assert health(port) == 200  # a fresh client is served
     finally:
         for sock in idle:
             sock.close()
-    wait_until(lambda: descriptors(pid) <= fds, "the capture's descriptors back")
+    wait_for(lambda: descriptors(pid) <= fds, "the capture's descriptors back")
 
 
 def test_a_request_sent_a_byte_at_a_time_is_cut_at_its_deadline(capture_with_http) -> None:

@@ -17,11 +17,6 @@ from tests.live.conftest import Work
 LIMIT = 4096
 
 
-@pytest.fixture
-def work(tmp_path) -> Work:
-    return Work(tmp_path / "home")
-
-
 def discard_records(work: Work) -> list[dict]:
     path = work.root / "dirrpt" / "SALES.dsc"
     return [json.loads(line) for line in path.read_text().splitlines()]
