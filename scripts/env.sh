@@ -21,10 +21,12 @@ _apt_install() {
 }
 
 # ensure_venv: msgcap and its runtime dependencies in $VENV (editable: it follows the checkout);
-# ensure_venv test: the test extras too (pytest, pyspark, fuzzing and type tools: ~700 MB more).
+# ensure_venv test: the test extras too (pytest, pyspark, fuzzing and type tools: ~700 MB more,
+# and python-qpid-proton, the AMQP 1.0 client, which ensure_venv amqp installs alone).
 ensure_venv() {
     local extras="${1:-}" modules="msgcap, lxml, elementpath, stomp"
-    [ -z "$extras" ] || modules="$modules, pyspark, hypothesis, atheris"
+    case "$extras" in test|amqp) modules="$modules, proton" ;; esac
+    [ "$extras" != test ] || modules="$modules, pyspark, hypothesis, atheris"
     local stamp="$VENV/.installed${extras:+-$extras}"
     if [ ! -x "$VENV/bin/python" ]; then
         python3 -m venv "$VENV" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$VENV"; }
@@ -32,10 +34,22 @@ ensure_venv() {
     if ! "$VENV/bin/python" -c "import $modules" 2>/dev/null || [ pyproject.toml -nt "$stamp" ]; then
         echo "installing msgcap${extras:+ with its $extras extras} into $VENV ..." >&2
         "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+        case "$extras" in test|amqp) ensure_proton_build_tools ;; esac
         "$VENV/bin/python" -m pip install -q -e ".${extras:+[$extras]}"
         touch "$stamp"
     fi
     export PATH="$VENV/bin:$PATH"
+}
+
+# python-qpid-proton has no Linux wheel: pip builds it with gcc and the Python and OpenSSL headers
+# (without OpenSSL's it builds, but amqps:// then fails at run time).
+ensure_proton_build_tools() {
+    if ! command -v gcc >/dev/null || [ ! -f /usr/include/openssl/ssl.h ] \
+            || ! "$VENV/bin/python" -c 'import sysconfig, os, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+        echo "installing gcc and the Python and OpenSSL headers (to build python-qpid-proton) ..." >&2
+        _apt_install gcc python3-dev libssl-dev
+    fi
 }
 
 ensure_activemq_package() {

@@ -12,9 +12,11 @@
 #   MSGCAP_STOMP_PORT   STOMP port on 127.0.0.1 (default 61613)
 #   MSGCAP_BROKER_WAIT  seconds to wait for the STOMP port (default 90)
 #   MSGCAP_BROKER_OWNER a pid: the node stops by itself once that process has exited
+#   MSGCAP_AMQP_PORT    also AMQP 1.0 (the rabbitmq_amqp1_0 plugin) on this port of 127.0.0.1
+#                       (default: none; the same value is needed by restart, status and stop)
 #
-# The node listens on loopback only: STOMP (rabbitmq_stomp, the only plugin), no AMQP listener, no
-# management UI. Its Erlang distribution port and its own epmd take free loopback ports chosen at
+# The node listens on loopback only: STOMP (rabbitmq_stomp), AMQP 1.0 only if asked, no AMQP
+# 0-9-1 clients beyond that listener's, no management UI. Its Erlang distribution port and its own epmd take free loopback ports chosen at
 # the first start and kept in the directory, so several nodes run side by side and a restart
 # finds its data again. Its cookie lives in the directory ($HOME is set there).
 set -euo pipefail
@@ -26,6 +28,7 @@ DIR="${MSGCAP_BROKER_DIR:-$PWD/.rabbitmq}"
 PORT="${MSGCAP_STOMP_PORT:-61613}"
 WAIT="${MSGCAP_BROKER_WAIT:-90}"
 OWNER="${MSGCAP_BROKER_OWNER:-}"
+AMQP_PORT="${MSGCAP_AMQP_PORT:-}"
 PIDFILE="$DIR/rabbitmq.pid"
 LOG="$DIR/rabbitmq.out"
 
@@ -59,10 +62,17 @@ _write_conf() {
     [ -f "$DIR/.erlang.cookie" ] || { python3 -c 'import secrets; print(secrets.token_hex(16), end="")' \
         > "$DIR/.erlang.cookie"; chmod 400 "$DIR/.erlang.cookie"; }
     : > "$DIR/rabbitmq-env.conf"
-    echo '[rabbitmq_stomp].' > "$DIR/enabled_plugins"
     echo '[].' > "$DIR/advanced.config"
+    local amqp="listeners.tcp = none"
+    if [ -n "$AMQP_PORT" ]; then
+        # RabbitMQ 3.x speaks AMQP 1.0 on its AMQP listener, told apart by the protocol header
+        echo '[rabbitmq_stomp,rabbitmq_amqp1_0].' > "$DIR/enabled_plugins"
+        amqp="listeners.tcp.1 = 127.0.0.1:$AMQP_PORT"
+    else
+        echo '[rabbitmq_stomp].' > "$DIR/enabled_plugins"
+    fi
     cat > "$DIR/rabbitmq.conf" <<EOF
-listeners.tcp = none
+$amqp
 stomp.listeners.tcp.1 = 127.0.0.1:$PORT
 loopback_users.guest = true
 vm_memory_high_watermark.absolute = 512MiB
@@ -73,9 +83,17 @@ EOF
 }
 
 
+_ports_open() {
+    _port_open "$PORT" && { [ -z "$AMQP_PORT" ] || _port_open "$AMQP_PORT"; }
+}
+
+_urls() {
+    echo "stomp://127.0.0.1:$PORT${AMQP_PORT:+ amqp://127.0.0.1:$AMQP_PORT}"
+}
+
 start() {
-    if broker_alive && _port_open "$PORT"; then
-        echo "rabbitmq already running (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT)"
+    if broker_alive && _ports_open; then
+        echo "rabbitmq already running (pid $(cat "$PIDFILE"), $(_urls))"
         return 0
     fi
     if _port_open "$PORT"; then
@@ -89,9 +107,9 @@ start() {
     # setsid: the node does not get the caller's signals (Ctrl-C in a test run).
     setsid /usr/lib/rabbitmq/bin/rabbitmq-server >"$LOG" 2>&1 </dev/null &
     echo $! > "$PIDFILE"
-    broker_wait_started "rabbitmq: the node" "_port_open $PORT" "rabbitmq: port $PORT not open" \
+    broker_wait_started "rabbitmq: the node" "_ports_open" "rabbitmq: port $PORT${AMQP_PORT:+ or $AMQP_PORT} not open" \
         || return 1
-    echo "rabbitmq started (pid $(cat "$PIDFILE"), stomp://127.0.0.1:$PORT, dir $DIR)"
+    echo "rabbitmq started (pid $(cat "$PIDFILE"), $(_urls), dir $DIR)"
 }
 
 stop() {
@@ -112,8 +130,8 @@ stop() {
 }
 
 status() {
-    if broker_alive && _port_open "$PORT"; then
-        echo "running pid $(cat "$PIDFILE") stomp://127.0.0.1:$PORT"
+    if broker_alive && _ports_open; then
+        echo "running pid $(cat "$PIDFILE") $(_urls)"
     else
         echo "not running"
         return 1
