@@ -11,7 +11,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from msgcap.sources.stomp import StompSource, _Delivery
+from msgcap.sources.base import CONNECTED
+from msgcap.sources.broker import Delivery
+from msgcap.sources.stomp import StompSource
 from parsers.model import Message
 from tests.conftest import BROKERS
 
@@ -235,7 +237,8 @@ class _Recorder:
 
 def _delivered(source: StompSource, count: int) -> list[Message]:
     source._conn, source._epoch = _Recorder(), 1
-    messages = [Message(f"m{i}", {}, "x", _Delivery(1, f"a{i}")) for i in range(count)]
+    source._connection_is(CONNECTED)
+    messages = [Message(f"m{i}", {}, "x", Delivery(1, f"a{i}")) for i in range(count)]
     for m in messages:
         source._inbox.put(m)
     assert [source.receive(0) for _ in messages] == messages
