@@ -376,3 +376,23 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
     work.properties(jms_url=amqp, jms_destination=queue, jms_selector="a = 1")
     done = work.msgcap("check", "--prop", str(work.prop))
     assert done.returncode == 2 and "jms.selector" in done.stderr
+
+
+@pytest.mark.broker
+def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> None:
+    """msgcap run from an AMQP queue: every message in the trail in order, all accepted (a
+    second run finds nothing); a poison message (a map body) discarded by error.policy."""
+    import json
+
+    work.properties(jms_url=amqp, jms_destination=queue, error_policy="discard")
+    dump = work.dump("in.jsonl", [work.body(i) for i in range(1, 301)])
+    work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
+    _send(amqp, queue, _proton({"not": "a record"}, id="poison-1"))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 301" in done.stdout, done.stdout + done.stderr
+    assert [s for s, _, _ in work.trail()] == [f"{i:010d}" for i in range(1, 301)]
+    (record,) = [json.loads(line) for line in
+                 (work.root / "dirrpt" / "msgcap.dsc").read_text().splitlines()]
+    assert "amqp-value map" in record["error"] and record["message"]["id"] == "poison-1"
+    again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 0" in again.stdout
