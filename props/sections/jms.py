@@ -73,9 +73,9 @@ def _url(r: Reader, item: str) -> str:
             raise r.error("jms.url", problem)
         return item
     scheme, sep, rest = item.partition("://")
-    if not sep or scheme.lower() not in ("stomp", "stomp+ssl"):
+    if not sep or scheme.lower() not in ("stomp", "stomp+ssl", "amqp", "amqps"):
         raise r.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
-                      "stomp+ssl://host:port or dir:PATH")
+                      "stomp+ssl://host:port, amqp://host:port, amqps://host:port or dir:PATH")
     authority = rest.removesuffix("/")
     if "@" in authority:  # the error line shows the URL redacted (MsgcapError)
         raise r.error("jms.url", f"{quoted(item)}: user information in the URL is not "

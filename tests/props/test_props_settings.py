@@ -238,8 +238,8 @@ def test_ignored_quietly(caplog):
 # ---- global validation ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra, fragment", [
-    ("jms.url=http://x:1", ("'http://x:1' is not stomp://host:port, stomp+ssl://host:port or "
-                           "dir:PATH")),
+    ("jms.url=http://x:1", ("'http://x:1' is not stomp://host:port, stomp+ssl://host:port, "
+                           "amqp://host:port, amqps://host:port or dir:PATH")),
     ("jms.url=stomp://host", "is not stomp://host:port"),
     ("jms.url=stomp://host:0", "port 0 out of range"),
     ("jms.url=stomp://h:1,,stomp://h:2", "empty entry"),
