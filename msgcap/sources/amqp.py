@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
 from msgcap.sources.broker import (
@@ -122,6 +122,12 @@ class Broker:
         return self.product == "RabbitMQ" and major.isdigit() and int(major) < 4
 
     @property
+    def rabbitmq4(self) -> bool:
+        """RabbitMQ 4 or later: native AMQP 1.0 with v2 addresses (``/queues/NAME``); the v1
+        forms of 3.x are deprecated there."""
+        return self.product == "RabbitMQ" and not self.rabbitmq3
+
+    @property
     def name(self) -> str:
         if not self.product:
             return "a broker that does not name itself"
@@ -152,13 +158,18 @@ def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Nod
     """The ``Node`` of ``jms.destination`` (``/queue/NAME`` or ``/topic/NAME``) on ``broker``
     (``subscribe``: a durable subscription to a topic). RabbitMQ 3.x takes the address as
     written and declares a ``/queue/`` with the terminus's durability: durable, as STOMP
-    declares it (it refuses a non-durable attach to a durable queue)."""
+    declares it (it refuses a non-durable attach to a durable queue). RabbitMQ 4 gets the v2
+    address of a queue, ``/queues/NAME`` with NAME percent-encoded. A NAME that is itself an
+    address (it starts with ``/``: ``/queue//exchanges/x/k``) is sent as written."""
     kind = "topic" if destination.startswith("/topic/") else "queue"
     durability = DURABLE_DELIVERIES if subscribe and kind == "topic" else NOT_DURABLE
     if broker.rabbitmq3:
         return Node(destination, kind, durability or (DURABLE_CONFIGURATION if kind == "queue"
                                                       else NOT_DURABLE))
-    return Node(destination.removeprefix(f"/{kind}/"), kind, durability)
+    name = destination.removeprefix(f"/{kind}/")
+    if broker.rabbitmq4 and kind == "queue" and not name.startswith("/"):
+        name = f"/queues/{quote(name, safe='')}"
+    return Node(name, kind, durability)
 
 
 # -- message conversion ---------------------------------------------------------------------------
@@ -654,14 +665,16 @@ class AmqpSource(BrokerSource):
 
     def _refuse(self, broker: Broker, endpoint: Endpoint) -> None:
         """What cannot work on ``broker`` stops capture before anything is consumed."""
-        if self.topic and broker.rabbitmq3:
+        if self.topic and broker.product == "RabbitMQ":
             name = self.destination.removeprefix("/topic/")
+            why = ("each attach gets a new amq.gen queue" if broker.rabbitmq3
+                   else "it consumes from queues only")
             raise PropertyError(
                 f"{broker.name} at {endpoint.url} cannot keep a subscription to "
-                f"{self.destination} over AMQP 1.0 (each attach gets a new amq.gen queue, so "
-                "messages sent while msgcap is away would be lost): bind a durable queue to "
-                f"amq.topic with routing key {name} and set jms.destination=/queue/QUEUE, or "
-                "use STOMP", prop="jms.destination")
+                f"{self.destination} over AMQP 1.0 ({why}, so messages sent while msgcap is "
+                "away would be lost): bind a durable queue to amq.topic with routing key "
+                f"{name} and set jms.destination=/queue/QUEUE, or use STOMP",
+                prop="jms.destination")
         if self.selector and broker.rabbitmq3:
             raise PropertyError(f"{broker.name} at {endpoint.url} does not apply JMS selectors "
                                 "over AMQP 1.0 (it would deliver every message); remove "

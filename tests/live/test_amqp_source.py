@@ -274,8 +274,12 @@ def test_addresses_per_broker() -> None:
     assert node_of("/queue/orders", rabbit3) == Node("/queue/orders", "queue", 1)
     assert node_of("/topic/prices", artemis, subscribe=True) == Node("prices", "topic", 2)
     assert node_of("/topic/prices", artemis) == Node("prices", "topic", 0)
-    assert node_of("/queue/orders/Subscriptions/msgcap", Peer("RabbitMQ", "4.0.5")) == Node(
+    assert node_of("/queue/orders/Subscriptions/msgcap", Peer("ServiceBus", "")) == Node(
         "orders/Subscriptions/msgcap", "queue", 0)
+    rabbit4 = Peer("RabbitMQ", "4.0.5")
+    assert node_of("/queue/orders/eu", rabbit4) == Node("/queues/orders%2Feu", "queue", 0)
+    assert node_of("/queue//exchanges/amq.topic/k", rabbit4) == Node(
+        "/exchanges/amq.topic/k", "queue", 0)
 
 
 @pytest.mark.broker
