@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("stomp.py").setLevel(logging.ERROR)
     jms = settings.jms
     if not jms.url:
-        raise PropertyError("required by msgcap send", prop="jms.url")
+        raise jms.url_required("required by msgcap send")
     if args.skip < 0:
         raise PropertyError("must not be negative", prop="--skip")
     paths = expand_inputs(args.dumps)
@@ -228,7 +228,7 @@ def send_over_amqp(settings: Settings, messages: Iterable[Message]) -> tuple[int
     assert jms.destination is not None  # (main refused a missing one)
     endpoints = parse_urls(jms.url)
     options = options_for(endpoints, user=jms.user, password=jms.password,
-                          sasl_mechanisms=getattr(jms, "sasl_mechanisms", ()),
+                          sasl_mechanisms=jms.sasl_mechanisms,
                           ssl_ca=jms.ssl_ca, ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
                           heartbeat=jms.heartbeat, vhost=jms.vhost, container_id=None)
     errors: list[str] = []

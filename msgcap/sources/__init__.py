@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from msgcap.sources.base import Redelivery, Source
-from props.errors import PropertyError
 
 if TYPE_CHECKING:
     from props.settings import Settings
@@ -29,8 +28,7 @@ def source_for(settings: Settings, *, probe: bool = False) -> Source:
     jms = settings.jms
     urls = tuple(jms.url)
     if not urls:
-        raise PropertyError("required: stomp://host:port, stomp+ssl://host:port or dir:PATH",
-                            prop="jms.url")
+        raise jms.url_required()
     if urls[0].startswith("dir:"):
         from msgcap.sources.spool import SpoolSource
         return SpoolSource(urls[0], min_age=jms.spool_minage, max_bytes=jms.maxbytes)
@@ -39,7 +37,7 @@ def source_for(settings: Settings, *, probe: bool = False) -> Source:
         from msgcap.sources.amqp import AmqpProbe, AmqpSource
         amqp = AmqpProbe if probe else AmqpSource
         return amqp(urls, jms.destination, user=jms.user, password=jms.password,
-                    sasl_mechanisms=getattr(jms, "sasl_mechanisms", ()),  # (jms.sasl.mechanisms)
+                    sasl_mechanisms=jms.sasl_mechanisms,
                     prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
                     ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
                     client_id=settings.trail.extract, vhost=jms.vhost, selector=jms.selector,
