@@ -14,11 +14,25 @@
 #   MSGCAP_BROKER_OWNER a pid: the node stops by itself once that process has exited
 #   MSGCAP_AMQP_PORT    also AMQP 1.0 (the rabbitmq_amqp1_0 plugin) on this port of 127.0.0.1
 #                       (default: none; the same value is needed by restart, status and stop)
+#   MSGCAP_AMQPS_PORT   also AMQP 1.0 over TLS on this port of 127.0.0.1 (default: none; needed
+#                       by restart, status and stop too), with these PEM files (all three needed):
+#   MSGCAP_BROKER_CERT    the broker's certificate (scripts/test-certs.sh: broker.pem)
+#   MSGCAP_BROKER_KEY     its unencrypted key (broker.key)
+#   MSGCAP_BROKER_CA      the CA that issues client certificates (ca.pem); a client certificate
+#                         is verified if shown (verify_peer)
+#   MSGCAP_AMQPS_MTLS   1: a client without a certificate is refused (fail_if_no_peer_cert)
+#                       (default 0: accepted, and logs in with PLAIN or ANONYMOUS)
+#   MSGCAP_AMQPS_CERT_USER  a user created without a password, with all permissions on vhost /,
+#                       for SASL EXTERNAL: the common name (CN) of the client certificate that
+#                       logs in as it (test-certs.sh: "msgcap test client"); default: none
 #
 # The node listens on loopback only: STOMP (rabbitmq_stomp), AMQP 1.0 only if asked, no AMQP
-# 0-9-1 clients beyond that listener's, no management UI. Its Erlang distribution port and its own epmd take free loopback ports chosen at
-# the first start and kept in the directory, so several nodes run side by side and a restart
-# finds its data again. Its cookie lives in the directory ($HOME is set there).
+# 0-9-1 clients beyond that listener's, no management UI. With MSGCAP_AMQPS_PORT it also offers
+# SASL EXTERNAL (the rabbitmq_auth_mechanism_ssl plugin: the user is the client certificate's
+# CN) beside PLAIN and AMQPLAIN. Its Erlang distribution port and its own epmd take free
+# loopback ports chosen at the first start and kept in the directory, so several nodes run side
+# by side and a restart finds its data again. Its cookie lives in the directory ($HOME is set
+# there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -29,6 +43,8 @@ PORT="${MSGCAP_STOMP_PORT:-61613}"
 WAIT="${MSGCAP_BROKER_WAIT:-90}"
 OWNER="${MSGCAP_BROKER_OWNER:-}"
 AMQP_PORT="${MSGCAP_AMQP_PORT:-}"
+AMQPS_PORT="${MSGCAP_AMQPS_PORT:-}"
+CERT_USER="${MSGCAP_AMQPS_CERT_USER:-}"
 PIDFILE="$DIR/rabbitmq.pid"
 LOG="$DIR/rabbitmq.out"
 
@@ -63,14 +79,19 @@ _write_conf() {
         > "$DIR/.erlang.cookie"; chmod 400 "$DIR/.erlang.cookie"; }
     : > "$DIR/rabbitmq-env.conf"
     echo '[].' > "$DIR/advanced.config"
-    local amqp="listeners.tcp = none"
+    local amqp="listeners.tcp = none" plugins="rabbitmq_stomp"
     if [ -n "$AMQP_PORT" ]; then
         # RabbitMQ 3.x speaks AMQP 1.0 on its AMQP listener, told apart by the protocol header
-        echo '[rabbitmq_stomp,rabbitmq_amqp1_0].' > "$DIR/enabled_plugins"
+        plugins="$plugins,rabbitmq_amqp1_0"
         amqp="listeners.tcp.1 = 127.0.0.1:$AMQP_PORT"
-    else
-        echo '[rabbitmq_stomp].' > "$DIR/enabled_plugins"
     fi
+    if [ -n "$AMQPS_PORT" ]; then
+        [ -n "$AMQP_PORT" ] || plugins="$plugins,rabbitmq_amqp1_0"
+        plugins="$plugins,rabbitmq_auth_mechanism_ssl"
+        amqp="$amqp
+$(_tls_conf)" || return 1
+    fi
+    echo "[$plugins]." > "$DIR/enabled_plugins"
     cat > "$DIR/rabbitmq.conf" <<EOF
 $amqp
 stomp.listeners.tcp.1 = 127.0.0.1:$PORT
@@ -84,11 +105,47 @@ EOF
 
 
 _ports_open() {
-    _port_open "$PORT" && { [ -z "$AMQP_PORT" ] || _port_open "$AMQP_PORT"; }
+    _port_open "$PORT" && { [ -z "$AMQP_PORT" ] || _port_open "$AMQP_PORT"; } \
+        && { [ -z "$AMQPS_PORT" ] || _port_open "$AMQPS_PORT"; }
 }
 
 _urls() {
-    echo "stomp://127.0.0.1:$PORT${AMQP_PORT:+ amqp://127.0.0.1:$AMQP_PORT}"
+    echo "stomp://127.0.0.1:$PORT${AMQP_PORT:+ amqp://127.0.0.1:$AMQP_PORT}${AMQPS_PORT:+ amqps://127.0.0.1:$AMQPS_PORT}"
+}
+
+# The AMQP 1.0 TLS listener, its certificate and the clients' CA, and SASL EXTERNAL.
+_tls_conf() {
+    local file
+    for file in MSGCAP_BROKER_CERT MSGCAP_BROKER_KEY MSGCAP_BROKER_CA; do
+        if [ ! -f "${!file:-}" ]; then
+            echo "rabbitmq: MSGCAP_AMQPS_PORT needs $file, a PEM file (${!file:-not set})" >&2
+            return 1
+        fi
+    done
+    local mtls=false
+    [ "${MSGCAP_AMQPS_MTLS:-0}" != 1 ] || mtls=true
+    cat <<EOF
+listeners.ssl.1 = 127.0.0.1:$AMQPS_PORT
+ssl_options.certfile = $MSGCAP_BROKER_CERT
+ssl_options.keyfile = $MSGCAP_BROKER_KEY
+ssl_options.cacertfile = $MSGCAP_BROKER_CA
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = $mtls
+auth_mechanisms.1 = PLAIN
+auth_mechanisms.2 = AMQPLAIN
+auth_mechanisms.3 = EXTERNAL
+ssl_cert_login_from = common_name
+EOF
+}
+
+# The user SASL EXTERNAL logs in as (MSGCAP_AMQPS_CERT_USER): no password, all of vhost /.
+_cert_user() {
+    local ctl=/usr/lib/rabbitmq/bin/rabbitmqctl
+    # add_user fails when a restart finds the user in the node's data: the next two still hold
+    "$ctl" -q add_user "$CERT_USER" "$(python3 -c 'import secrets; print(secrets.token_hex(16))')" \
+        >/dev/null 2>&1 || true
+    "$ctl" -q clear_password "$CERT_USER" >/dev/null
+    "$ctl" -q set_permissions -p / "$CERT_USER" '.*' '.*' '.*' >/dev/null
 }
 
 start() {
@@ -102,13 +159,15 @@ start() {
     fi
     ensure_rabbitmq_package
     mkdir -p "$DIR"
-    _write_conf
+    _write_conf || return 1
     _node_env
     # setsid: the node does not get the caller's signals (Ctrl-C in a test run).
     setsid /usr/lib/rabbitmq/bin/rabbitmq-server >"$LOG" 2>&1 </dev/null &
     echo $! > "$PIDFILE"
-    broker_wait_started "rabbitmq: the node" "_ports_open" "rabbitmq: port $PORT${AMQP_PORT:+ or $AMQP_PORT} not open" \
+    broker_wait_started "rabbitmq: the node" "_ports_open" \
+        "rabbitmq: port $PORT${AMQP_PORT:+ or $AMQP_PORT}${AMQPS_PORT:+ or $AMQPS_PORT} not open" \
         || return 1
+    [ -z "$CERT_USER" ] || _cert_user
     echo "rabbitmq started (pid $(cat "$PIDFILE"), $(_urls), dir $DIR)"
 }
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Certificates for trying STOMP over TLS with a private broker (development and tests only).
+# Certificates for trying STOMP and AMQP over TLS with a private broker (development and tests only).
 #
 #   bash scripts/test-certs.sh DIR [SAN]
 #
 # SAN: the broker certificate's subjectAltName (default IP:127.0.0.1,DNS:localhost).
 # Makes in DIR (with openssl; keytool for the Java trust store), all valid for 2 days:
 #   ca.pem ca.key          a test CA (what msgcap trusts: jms.ssl.ca=DIR/ca.pem)
-#   broker.p12             the broker's key and certificate (signed by the CA), PKCS#12
+#   broker.p12             the broker's key and certificate (signed by the CA), PKCS#12 (ActiveMQ)
+#   broker.pem broker.key  the same certificate and its unencrypted key, PEM (RabbitMQ)
 #   broker-expired.p12     the same kind of certificate, expired in January 2020
+#   broker-expired.pem .key  that one as PEM
 #   truststore.p12         the CA, as the broker's trust store for client certificates
 #   client.pem client.key  a client certificate and its unencrypted key (jms.ssl.cert/.key)
 #   other-ca.pem           an unrelated CA (trusting it instead of ca.pem must fail)
@@ -76,10 +78,9 @@ _ca other-ca "msgcap unrelated CA"
 
 _signed ca broker "msgcap test broker" "subjectAltName=$SAN" -days 2
 _p12 broker.p12 broker
-_signed ca expired "msgcap expired broker" "subjectAltName=$SAN" \
+_signed ca broker-expired "msgcap expired broker" "subjectAltName=$SAN" \
     -startdate 20200101000000Z -enddate 20200201000000Z
-_p12 broker-expired.p12 expired
-rm -f broker.pem broker.key expired.pem expired.key
+_p12 broker-expired.p12 broker-expired
 
 _signed ca client "msgcap test client" "extendedKeyUsage=clientAuth" -days 2
 _signed other-ca other-client "msgcap foreign client" "extendedKeyUsage=clientAuth" -days 2

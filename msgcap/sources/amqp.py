@@ -30,11 +30,14 @@ dead letters.
   arrives all the same is read whole by proton, and a body over the limit is ``Unreadable`` with
   an empty body (the core's ``_over_limit``).
 * Failures: a refused login (SASL) or certificate stops capture with one line; anything else
-  (refused connection, lost connection, a detached link) is retried by the core.
+  (refused connection, lost connection, a detached link) is retried by the core. After a failed
+  TLS connection ``msgcap.sources.tls.diagnose`` says why; a certificate only proton refuses is
+  one whose IP address proton cannot match (``proton_refusal``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import ssl
 import time
@@ -352,6 +355,22 @@ def _ssl_domain(files: TlsFiles) -> proton.SSLDomain:
     return domain
 
 
+VERIFY_FAILED = "certificate verify failed"  # in proton's words for a refused certificate
+
+
+def proton_refusal(host: str, why: str) -> str:
+    """Why proton refused a broker certificate that Python's ``ssl`` (``diagnose``) accepts:
+    proton matches the host against the certificate's DNS names and common name only, never
+    against its IP addresses. No retry changes a certificate."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return f"TLS: the broker's certificate is not accepted ({why})"
+    return (f"TLS: host name mismatch: {host} is an IP address, and python-qpid-proton checks "
+            "the host only against the DNS names in the broker's certificate: put a DNS name "
+            f"of the certificate in jms.url ({why})")
+
+
 class Connection:
     """One AMQP connection whose I/O runs on the calling thread (``pump``): its events are
     recorded, never acted on from inside proton; received deliveries go to ``arrived`` as
@@ -476,6 +495,8 @@ class Connection:
         if self.endpoint.tls and self.options.tls is not None:
             problem = diagnose(self.endpoint.host, self.endpoint.port, self.options.tls,
                                url=self.endpoint.url)
+            if problem is None and VERIFY_FAILED in why:
+                raise Refused(proton_refusal(self.endpoint.host, why))
             if problem is not None:
                 if problem.permanent:
                     raise Refused(problem.reason)
