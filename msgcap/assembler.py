@@ -375,9 +375,60 @@ class Assembler:
         nothing already in the trail, each op one record of the common case (``ImageRecords.
         single``) that the table's generated record function encodes. None for any other
         (nothing changed): ``add`` takes it, which gives the same bytes or the error.
+
+        The message of one insert, the most common, runs inline: its image, key test and
+        T token without a call.
         """
         if self._open is not None or type(self.records) is not ImageRecords:
             return None
+        if len(ops) != 1:
+            return self._encode_ops(ops, encoder, txnum)
+        op = ops[0]
+        table = op.table
+        hit = encoder.wholes.get(id(table))
+        if hit is None or hit[0] is not table:
+            hit = encoder.whole(table)
+        image = op.after
+        if (op.optype != INSERT or image is None or op.txind is not None
+                or op.txname is not None or op.txowner is not None):
+            return self._encode_ops(ops, encoder, txnum)
+        if hit[3]:
+            for i in hit[2]:
+                if image[i] is MISSING:
+                    return None
+        seqid, last = op.seqid, self._last
+        seq = self._seq
+        if seqid is None:
+            seq += 1
+            seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+        elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
+                seqid == last[0] and op.ordinal <= last[1])):
+            return None  # already written, or of another width: ``add`` says which
+        txid = op.txid
+        txcount = self._txid
+        if txid is None:
+            txcount += 1
+            txid = str(txcount)
+        if type(txid) is not str or type(seqid) is not str:
+            return None
+        tb, sb = txid.encode(), seqid.encode()
+        heads = encoder.tail_heads.get((len(tb), len(sb)))
+        try:
+            tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
+                    encoder.tail(tb, seqid, b""))
+        except MessageError:
+            return None
+        data = hit[1](image, IOTYPE_INSERT, "A", op.timestamp, op.ordinal, tail,
+                      txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
+        if data is None:
+            return None
+        self._txid, self._seq, self._last = txcount, seq, (seqid, op.ordinal)
+        return data, seqid, op.ordinal, txid
+
+    def _encode_ops(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
+                    ) -> tuple[bytes, str, int, str] | None:
+        """``encode_whole`` of any message: op by op."""
+        assert type(self.records) is ImageRecords  # (encode_whole)
         first = ops[0]
         given = first.txid
         txcount = self._txid
@@ -392,6 +443,7 @@ class Assembler:
         rba = txnum & 0xFFFFFFFF
         out = []
         tail_seqid = None
+        wholes = encoder.wholes
         try:
             tb, u = encoder.transaction_tokens(txid, first.txname, first.txowner)
             for k, op in enumerate(ops):
@@ -400,19 +452,22 @@ class Assembler:
                     return None
                 if seqid is None:
                     seq += 1
-                    seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+                    seqid = str(seq).zfill(20)
                 elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
                         seqid == last[0] and op.ordinal <= last[1])):
-                    return None  # already written, or of another width: ``add`` says which
+                    return None
                 image = single(op)
                 if image is None:
                     return None
                 if seqid != tail_seqid:
                     tail, tail_seqid = encoder.tail(tb, seqid, u), seqid
-                data = encoder.record_function(op.table)(
-                    image[2], image[0], image[1], op.timestamp, op.ordinal, tail, rba,
-                    TRANSIND_WHOLE if not end else TRANSIND_BEGIN if not k else
-                    TRANSIND_END if k == end else TRANSIND_MIDDLE)
+                table = op.table
+                hit = wholes.get(id(table))
+                if hit is None or hit[0] is not table:
+                    hit = encoder.whole(table)
+                data = hit[1](image[2], image[0], image[1], op.timestamp, op.ordinal, tail, rba,
+                              TRANSIND_WHOLE if not end else TRANSIND_BEGIN if not k else
+                              TRANSIND_END if k == end else TRANSIND_MIDDLE)
                 if data is None:
                     return None
                 out.append(data)

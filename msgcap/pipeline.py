@@ -269,15 +269,17 @@ class Pipeline:
                 ) -> Iterator[tuple[Message, Processed | None]]:
         """``process_many`` for a caller that acknowledges nothing (replay): a message the
         compiled path wrote comes with None instead of its ``Processed``."""
-        whole, counted = self._whole, self._counted
+        whole, counted, parse = self._whole, self._counted, self._parse
         stats = self.stats
-        for message, raw_id, parsed in self.parse_ahead(messages, batch):
-            stats.messages += 1
-            stats.body_size += len(message.body)
-            if parsed.__class__ is list and parsed and whole(parsed):
-                yield message, None
-            else:
-                yield message, counted(message, raw_id, parsed)
+        it = iter(messages)
+        while chunk := list(islice(it, batch)):  # as ``parse_ahead``
+            for message, raw_id, parsed in [(m, m.id, parse(m)) for m in chunk]:
+                stats.messages += 1
+                stats.body_size += len(message.body)
+                if parsed.__class__ is list and parsed and whole(parsed):
+                    yield message, None
+                else:
+                    yield message, counted(message, raw_id, parsed)
 
     def parse_ahead(self, messages: Iterable[Message], batch: int = AHEAD) -> Iterator[Parsed]:
         """Each message with its raw id and its ops (or the exception that stopped them), ids and
