@@ -256,6 +256,8 @@ class Assembler:
                  records: RecordBuilder | None = None) -> None:
         self.rules = rules or ImageRules()
         self.records: RecordBuilder = records or ImageRecords(self.rules)
+        # the image rules the compiled path applies (None: another builder, no compiled path)
+        self._images = self.records if type(self.records) is ImageRecords else None
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
         self._txid = _counter(restart.last_txid, None)
@@ -379,56 +381,54 @@ class Assembler:
         The message of one insert, the most common, runs inline: its image, key test and
         T token without a call.
         """
-        if self._open is not None or type(self.records) is not ImageRecords:
+        if self._open is not None or self._images is None:
             return None
         if len(ops) != 1:
             return self._encode_ops(ops, encoder, txnum)
         op = ops[0]
-        table = op.table
-        hit = encoder.wholes.get(id(table))
-        if hit is None or hit[0] is not table:
-            hit = encoder.whole(table)
         image = op.after
         if (op.optype != INSERT or image is None or op.txind is not None
                 or op.txname is not None or op.txowner is not None):
             return self._encode_ops(ops, encoder, txnum)
+        table = op.table
+        hit = encoder.wholes.get(id(table))
+        if hit is None or hit[0] is not table:
+            hit = encoder.whole(table)
         if hit[3]:
             for i in hit[2]:
                 if image[i] is MISSING:
                     return None
-        seqid, last = op.seqid, self._last
+        seqid, ordinal, last = op.seqid, op.ordinal, self._last
         seq = self._seq
         if seqid is None:
             seq += 1
             seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
         elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
-                seqid == last[0] and op.ordinal <= last[1])):
+                seqid == last[0] and ordinal <= last[1])):
             return None  # already written, or of another width: ``add`` says which
         txid = op.txid
         txcount = self._txid
         if txid is None:
             txcount += 1
             txid = str(txcount)
-        if type(txid) is not str or type(seqid) is not str:
-            return None
-        tb, sb = txid.encode(), seqid.encode()
-        heads = encoder.tail_heads.get((len(tb), len(sb)))
         try:
+            tb, sb = txid.encode(), seqid.encode()
+            heads = encoder.tail_heads.get((len(tb), len(sb)))
             tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
                     encoder.tail(tb, seqid, b""))
-        except MessageError:
+        except (AttributeError, MessageError):  # not text, or too long: the general path
             return None
-        data = hit[1](image, IOTYPE_INSERT, "A", op.timestamp, op.ordinal, tail,
+        data = hit[1](image, IOTYPE_INSERT, "A", op.timestamp, ordinal, tail,
                       txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
         if data is None:
             return None
-        self._txid, self._seq, self._last = txcount, seq, (seqid, op.ordinal)
-        return data, seqid, op.ordinal, txid
+        self._txid, self._seq, self._last = txcount, seq, (seqid, ordinal)
+        return data, seqid, ordinal, txid
 
     def _encode_ops(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
                     ) -> tuple[bytes, str, int, str] | None:
         """``encode_whole`` of any message: op by op."""
-        assert type(self.records) is ImageRecords  # (encode_whole)
+        assert self._images is not None  # (encode_whole)
         first = ops[0]
         given = first.txid
         txcount = self._txid
@@ -438,7 +438,7 @@ class Assembler:
         else:
             txid = given
         seq, last = self._seq, self._last
-        single = self.records.single
+        single = self._images.single
         end = len(ops) - 1
         rba = txnum & 0xFFFFFFFF
         out = []
