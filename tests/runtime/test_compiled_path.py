@@ -52,7 +52,9 @@ def replay(work: Path, props: str, messages: list[Spec], compiled: bool
            ) -> tuple[list[bytes], str, str | None, list[dict]]:
     """One replay of ``messages`` in ``work`` (``WORK/`` in ``props`` names it): the trail's record
     bytes (file headers left out: they hold the time), the summary, the error that stopped
-    it, the discard records (without their time)."""
+    it, the discard records (without their time). ``compiled``: as ``msgcap replay`` runs it,
+    a batch at a time; else message by message (``Pipeline.process_many``), all by the
+    general path."""
     config = settings_from_text(props.replace("WORK/", f"{work}/"), str(work / "test.properties"),
                                 env={})
     definitions = build_definitions(config)
@@ -63,10 +65,14 @@ def replay(work: Path, props: str, messages: list[Spec], compiled: bool
     assert pipeline.compiled  # (the trail writer's pipeline takes it by default)
     pipeline.compiled = compiled
     error = None
+    inputs = (Message(i, dict(h), b, None, f"d:{n + 1}") for n, (i, h, b) in enumerate(messages))
     try:
-        replay_messages(pipeline, (Message(i, dict(h), b, None, f"d:{n + 1}")
-                                   for n, (i, h, b) in enumerate(messages)),
-                        Progress(io.StringIO(), -1))
+        if compiled:  # as ``msgcap replay`` runs: ``Pipeline.consume``
+            replay_messages(pipeline, inputs, Progress(io.StringIO(), -1))
+        else:  # message by message, as the capture does
+            for _ in pipeline.process_many(inputs):
+                pass
+            pipeline.finish()
     except MsgcapError as exc:
         error = str(exc)
     finally:
