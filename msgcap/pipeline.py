@@ -379,18 +379,11 @@ class Pipeline:
         if done is None:
             return False
         position = writer.append_whole(done[0], done[1], done[2], done[3])
-        stats = self.stats
-        stats.transactions += 1
-        counts = stats.operations
+        counts = self.stats.operations
         for op in ops:
             key = (op.table.name, op.optype)
             counts[key] = counts.get(key, 0) + 1
-        stats.last_position = position
-        stats.last_commit_us = ops[-1].timestamp
-        file = position.file
-        files = stats.trail_files
-        if not files or files[-1] != file:
-            files.append(file)
+        self._written(position, ops[-1].timestamp)
         return True
 
     def refuse(self, message: Message, error: MessageError) -> Processed:
@@ -435,14 +428,19 @@ class Pipeline:
         self.stats.durable_transactions = self.stats.transactions
 
     def _count(self, done: Assembled, position: Position) -> None:
-        stats = self.stats
-        stats.transactions += 1
-        counts = stats.operations
+        counts = self.stats.operations
         done_ops = done.ops
         for key in done_ops:
             counts[key] = counts.get(key, 0) + done_ops[key]
+        self._written(position, done.tx.records[-1].io_time)
+
+    def _written(self, position: Position, commit_us: int) -> None:
+        """One more transaction written, ending at ``position``, committed at ``commit_us``
+        (its operations counted by the caller)."""
+        stats = self.stats
+        stats.transactions += 1
         stats.last_position = position
-        stats.last_commit_us = done.tx.records[-1].io_time
+        stats.last_commit_us = commit_us
         file = position.file
         if file:
             files = stats.trail_files
