@@ -554,21 +554,25 @@ class XmlParser(ParserBase[XmlPlan]):
         before = [MISSING] * n
         after = [MISSING] * n
         seen = [False] * n
+        doc = st.doc
+        names = self._names.get(table.name)
+        if names is None or len(names) >= _NAMES_KEPT:
+            names = self._names[table.name] = {}
         for col in r.cols:
-            nodes = col.match.nodes(node, st.doc) if col.match is not None else (node,)
+            nodes = col.match.nodes(node, doc) if col.match is not None else (node,)
             for cnode in nodes:
-                i = self._column_index(col, cnode, st, table)
+                i = self._column_index(col, cnode, doc, table, names)
                 if seen[i]:
                     raise _error(f"column {table.columns[i].name} of {table.name} is set twice "
                                  "in one operation", col.rule, "match", col.rule.match)
                 seen[i] = True
                 convert = converters[i]
                 if optype == DELETE:
-                    before[i] = _value(col, col.delete, cnode, st, convert, table, i)
+                    before[i] = _value(col, col.delete, cnode, doc, convert, table, i)
                     continue
-                after[i] = _value(col, col.after, cnode, st, convert, table, i)
+                after[i] = _value(col, col.after, cnode, doc, convert, table, i)
                 if optype == UPDATE and col.has_before:
-                    before[i] = _value(col, col.before, cnode, st, convert, table, i)
+                    before[i] = _value(col, col.before, cnode, doc, convert, table, i)
         if optype == DELETE:
             images: tuple[list[Any] | None, list[Any] | None] = (before, None)
         elif optype == UPDATE and any(v is not MISSING for v in before):
@@ -587,17 +591,18 @@ class XmlParser(ParserBase[XmlPlan]):
             st.derived.add(id(op))
         return op
 
-    def _column_index(self, col: _ColRule, node: Any, st: _State, table: Table) -> int:
+    def _column_index(self, col: _ColRule, node: Any, doc: Doc, table: Table,
+                      names: dict[str, int | None]) -> int:
         """The column an instance sets: by name, by index, or both (which must agree).
 
         An expression that selects nothing leaves the other one to decide; both empty is an
-        error.
+        error. ``names``: the table's column names seen so far, by index (``self._names``).
         """
         rule = col.rule
-        name = col.name_const if col.name is None else col.name(node, st.doc)
+        name = col.name_const if col.name is None else col.name(node, doc)
         given = col.index_const
         if col.index is not None:
-            text = col.index(node, st.doc)
+            text = col.index(node, doc)
             if text is not None:
                 try:
                     given = int(text.strip())
@@ -610,9 +615,6 @@ class XmlParser(ParserBase[XmlPlan]):
                          rule.column_name or rule.index)
         index = None
         if name is not None:
-            names = self._names.get(table.name)
-            if names is None or len(names) >= _NAMES_KEPT:
-                names = self._names[table.name] = {}
             index = names.get(name, -1)
             if index == -1:
                 index = names[name] = table.column_index(name)
@@ -631,10 +633,9 @@ class XmlParser(ParserBase[XmlPlan]):
         return index
 
 
-def _value(col: _ColRule, image: _Image, node: Any, st: _State, convert: Converter,
+def _value(col: _ColRule, image: _Image, node: Any, doc: Doc, convert: Converter,
            table: Table, i: int) -> Any:
     """One image value of a column: MISSING, None (NULL) or the converted value."""
-    doc = st.doc
     if image.ismissing is not None and image.ismissing(node, doc):
         return MISSING
     if image.isnull is not None and image.isnull(node, doc):
