@@ -378,66 +378,94 @@ class Assembler:
         nothing already in the trail, each op one record of the common case (``ImageRecords.
         single``) that the table's generated record function encodes. None for any other
         (nothing changed): ``add`` takes it, which gives the same bytes or the error.
+        """
+        out: list[tuple[bytes, str, int, str]] = []
+        self.encode_wholes([ops], 0, encoder, txnum, out)  # type: ignore[list-item]
+        return out[0] if out else None
+
+    def encode_wholes(self, results: list[list[Op] | Exception], start: int,
+                      encoder: TrailEncoder, txnum: int,
+                      out: list[tuple[bytes, str, int, str]]) -> int:
+        """``encode_whole`` of the messages whose parsing gave ``results``, from index
+        ``start`` on, numbered from ``txnum``, into ``out``, up to the first one it does not
+        take (an exception, no operations, or not the common case): that one's index, or
+        ``len(results)``. One call for a batch of messages (``Pipeline.consume``).
 
         The message of one insert, update without before values or delete, the most common,
         runs inline: its image, key test and T token without a call (``ImageRecords.single``
         and ``_update_values`` give the same records).
         """
         if self._open is not None or self._images is None:
-            return None
-        if len(ops) != 1:
-            return self._encode_ops(ops, encoder, txnum)
-        op = ops[0]
-        optype = op.optype
-        if op.txind is not None or op.txname is not None or op.txowner is not None:
-            return self._encode_ops(ops, encoder, txnum)
-        if optype == INSERT:
-            image, iotype, before_after = op.after, IOTYPE_INSERT, "A"
-        elif optype == UPDATE and op.before is None:  # every present column changed
-            image, iotype, before_after = op.after, self._update_iotype, "A"
-        elif optype == DELETE:
-            image, iotype, before_after = (
-                op.before if op.before is not None else op.after), IOTYPE_DELETE, "B"
-        else:
-            return self._encode_ops(ops, encoder, txnum)
-        if image is None:
-            return None
-        table = op.table
-        hit = encoder.wholes.get(id(table))
-        if hit is None or hit[0] is not table:
-            hit = encoder.whole(table)
-        if hit[3]:
-            for i in hit[2]:
-                if image[i] is MISSING:
-                    return None
-        if iotype == IOTYPE_DELETE and self.rules.compress_deletes:
-            image = _only(image, hit[2])
-        seqid, ordinal, last = op.seqid, op.ordinal, self._last
-        seq = self._seq
-        if seqid is None:
-            seq += 1
-            seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
-        elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
-                seqid == last[0] and ordinal <= last[1])):
-            return None  # already written, or of another width: ``add`` says which
-        txid = op.txid
-        txcount = self._txid
-        if txid is None:
-            txcount += 1
-            txid = str(txcount)
-        try:
-            tb, sb = txid.encode(), seqid.encode()
-            heads = encoder.tail_heads.get((len(tb), len(sb)))
-            tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
-                    encoder.tail(tb, seqid, b""))
-        except (AttributeError, MessageError):  # not text, or too long: the general path
-            return None
-        data = hit[1](image, iotype, before_after, op.timestamp, ordinal, tail,
-                      txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
-        if data is None:
-            return None
-        self._txid, self._seq, self._last = txcount, seq, (seqid, ordinal)
-        return data, seqid, ordinal, txid
+            return start
+        wholes, tail_heads = encoder.wholes, encoder.tail_heads
+        compress_deletes, update_iotype = self.rules.compress_deletes, self._update_iotype
+        end = len(results)
+        k = start
+        while k < end:
+            ops = results[k]
+            if ops.__class__ is not list or not ops:
+                return k
+            op = ops[0]
+            optype = op.optype
+            if (len(ops) != 1 or op.txind is not None or op.txname is not None
+                    or op.txowner is not None):
+                image = None
+            elif optype == INSERT:
+                image, iotype, before_after = op.after, IOTYPE_INSERT, "A"
+            elif optype == UPDATE and op.before is None:  # every present column changed
+                image, iotype, before_after = op.after, update_iotype, "A"
+            elif optype == DELETE:
+                image, iotype, before_after = (
+                    op.before if op.before is not None else op.after), IOTYPE_DELETE, "B"
+            else:
+                image = None
+            if image is None:  # not of the inline case: op by op
+                done = self._encode_ops(ops, encoder, txnum)
+                if done is None:
+                    return k
+                out.append(done)
+                k += 1
+                txnum += 1
+                continue
+            table = op.table
+            hit = wholes.get(id(table))
+            if hit is None or hit[0] is not table:
+                hit = encoder.whole(table)
+            if hit[3]:
+                for i in hit[2]:
+                    if image[i] is MISSING:
+                        return k
+            if iotype == IOTYPE_DELETE and compress_deletes:
+                image = _only(image, hit[2])
+            seqid, ordinal, last = op.seqid, op.ordinal, self._last
+            seq = self._seq
+            if seqid is None:
+                seq += 1
+                seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+            elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
+                    seqid == last[0] and ordinal <= last[1])):
+                return k  # already written, or of another width: ``add`` says which
+            txid = op.txid
+            txcount = self._txid
+            if txid is None:
+                txcount += 1
+                txid = str(txcount)
+            try:
+                tb, sb = txid.encode(), seqid.encode()
+                heads = tail_heads.get((len(tb), len(sb)))
+                tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
+                        encoder.tail(tb, seqid, b""))
+            except (AttributeError, MessageError):  # not text, or too long: the general path
+                return k
+            data = hit[1](image, iotype, before_after, op.timestamp, ordinal, tail,
+                          txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
+            if data is None:
+                return k
+            self._txid, self._seq, self._last = txcount, seq, (seqid, ordinal)
+            out.append((data, seqid, ordinal, txid))
+            k += 1
+            txnum += 1
+        return k
 
     def _encode_ops(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
                     ) -> tuple[bytes, str, int, str] | None:

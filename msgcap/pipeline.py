@@ -284,7 +284,7 @@ class Pipeline:
         The transactions the compiled path encodes in a row go to the writer together
         (``TrailWriter.append_wholes``), before any message of the general path.
         """
-        counted, parse, encode = self._counted, self._parse, self.assembler.encode_whole
+        counted, parse, encode = self._counted, self._parse, self.assembler.encode_wholes
         stats = self.stats
         it = iter(messages)
         while chunk := list(islice(it, batch)):  # as ``parse_ahead``
@@ -295,24 +295,21 @@ class Pipeline:
             stats.messages += len(chunk)
             stats.body_size += sum(map(len, [m.body for m in chunk]))
             writer = self._trail
-            wholes: list[tuple[bytes, str, int, str]] = []
-            taken: list[list[Op]] = []
             k = 0
             try:
-                for k, parsed in enumerate(results):
-                    if writer is not None and parsed.__class__ is list and parsed:
-                        done = encode(parsed, writer.encoder, writer.txnum + 1 + len(wholes))
-                        if done is not None:
-                            wholes.append(done)
-                            taken.append(parsed)
-                            continue
-                    if wholes:
-                        self._write_wholes(wholes, taken)
-                        wholes, taken = [], []
+                while k < len(results):
+                    if writer is not None:
+                        wholes: list[tuple[bytes, str, int, str]] = []
+                        taken = encode(results, k, writer.encoder, writer.txnum + 1, wholes)
+                        if wholes:
+                            first, k = k, taken - 1  # (a write error counts them all)
+                            self._write_wholes(wholes, results[first:taken])  # type: ignore[arg-type]
+                            k = taken
+                            if k == len(results):
+                                break
                     message = chunk[k]
-                    general.append((message, counted(message, raw_ids[k], parsed)))
-                if wholes:
-                    self._write_wholes(wholes, taken)
+                    general.append((message, counted(message, raw_ids[k], results[k])))
+                    k += 1
             except BaseException:
                 after = chunk[k + 1:]
                 stats.messages -= len(after)
