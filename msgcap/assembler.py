@@ -369,7 +369,7 @@ class Assembler:
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
                          message.origin or message.id)  # message.name, without the call
 
-    def encode_whole(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
+    def encode_whole(self, ops: list[Op], encoder: TrailEncoder, txnum: int
                      ) -> tuple[bytes, str, int, str] | None:
         """The compiled path of a message: the trail bytes of the one transaction its ``ops``
         make, as transaction number ``txnum``, and the writer's mark after it (seqid and
@@ -380,7 +380,7 @@ class Assembler:
         (nothing changed): ``add`` takes it, which gives the same bytes or the error.
         """
         out: list[tuple[bytes, str, int, str]] = []
-        self.encode_wholes([ops], 0, encoder, txnum, out)  # type: ignore[list-item]
+        self.encode_wholes([ops], 0, encoder, txnum, out)
         return out[0] if out else None
 
     def encode_wholes(self, results: list[list[Op] | Exception], start: int,
@@ -442,8 +442,7 @@ class Assembler:
             if seqid is None:
                 seq += 1
                 seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
-            elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
-                    seqid == last[0] and ordinal <= last[1])):
+            elif not _after(seqid, ordinal, last):
                 return k  # already written, or of another width: ``add`` says which
             txid = op.txid
             txcount = self._txid
@@ -495,8 +494,7 @@ class Assembler:
                 if seqid is None:
                     seq += 1
                     seqid = str(seq).zfill(20)
-                elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
-                        seqid == last[0] and op.ordinal <= last[1])):
+                elif not _after(seqid, op.ordinal, last):
                     return None
                 image = single(op)
                 if image is None:
@@ -848,6 +846,13 @@ class ImageRecords:
             return None  # a before-image record, or a primary-key update
         iotype, values = self._update_values(image, before, keys)
         return iotype, "A", values
+
+
+def _after(seqid: str, ordinal: int, mark: tuple[str, int] | None) -> bool:
+    """Whether an op of ``seqid`` and ``ordinal`` comes after the duplicate mark (S, k) and
+    has the width of S: not written yet (§9.2), and no width error (``_is_written``)."""
+    return mark is None or len(seqid) == len(mark[0]) and (
+        seqid > mark[0] or seqid == mark[0] and ordinal > mark[1])
 
 
 def _counter(last: str | None, width: int | None) -> int:
