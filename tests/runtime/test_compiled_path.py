@@ -345,7 +345,7 @@ xml.rules=txrule
 trail.path=WORK/dirdat/xm
 jms.id=SEQNO
 txrule.type=tx
-txrule.match=/transaction
+txrule.match=/batch/transaction
 txrule.timestamp=@ts
 txrule.subrules=oprule
 oprule.type=op
@@ -402,10 +402,18 @@ def xml_operation(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def xml_message(draw: st.DrawFn) -> str:
+def xml_transaction(draw: st.DrawFn) -> str:
     ops = draw(st.lists(xml_operation(), min_size=1, max_size=3))
     ts = value(draw, (["2024-03-01:10:15:30", "2024-03-01:10:15:31"], ["never"]))
     return f'<transaction ts="{ts}">{"".join(ops)}</transaction>'
+
+
+@st.composite
+def xml_message(draw: st.DrawFn) -> str:
+    """A transaction, now and then two in one message: the parser marks their boundaries
+    with txind, and the message takes the general path."""
+    transactions = draw(st.sampled_from([1] * 5 + [2]))
+    return f"<batch>{''.join(draw(xml_transaction()) for _ in range(transactions))}</batch>"
 
 
 @RUNS
@@ -450,7 +458,8 @@ def test_common_messages_take_the_compiled_path(tmp_path):
                               parser=build_parser(config, definitions))
     op = ('<operation table="X.SMALL" optype="{}"><column name="id"><beforevalue>1'
           '</beforevalue><aftervalue>1</aftervalue></column></operation>')
-    body = f'<transaction ts="2024-03-01:10:15:30">{op.format("I")}{op.format("U")}</transaction>'
+    body = (f'<batch><transaction ts="2024-03-01:10:15:30">{op.format("I")}{op.format("U")}'
+            "</transaction></batch>")
     assert list(pipeline.consume([Message("x", {"SEQNO": "1"}, body)])) == [[]]
     writer.close()
     assert pipeline.stats.operations == {("X.SMALL", "I"): 1, ("X.SMALL", "U"): 1}
