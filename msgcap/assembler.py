@@ -33,6 +33,10 @@ from msgcap.trail.records import (
     IOTYPE_PKUPDATE,
     IOTYPE_TRUNCATE,
     IOTYPE_UPDATE,
+    TRANSIND_BEGIN,
+    TRANSIND_END,
+    TRANSIND_MIDDLE,
+    TRANSIND_WHOLE,
     TrailRecord,
     TrailTransaction,
 )
@@ -53,6 +57,7 @@ from props.errors import MessageError
 from props.text import quoted
 
 if TYPE_CHECKING:
+    from msgcap.trail.encoder import TrailEncoder
     from props.settings import Settings
 
 _TXIND_NAMES = {TX_BEGIN: "begin", TX_MIDDLE: "middle", TX_END: "end", TX_WHOLE: "whole"}
@@ -251,6 +256,9 @@ class Assembler:
                  records: RecordBuilder | None = None) -> None:
         self.rules = rules or ImageRules()
         self.records: RecordBuilder = records or ImageRecords(self.rules)
+        # the image rules the compiled path applies (None: another builder, no compiled path)
+        self._images = self.records if type(self.records) is ImageRecords else None
+        self._update_iotype = IOTYPE_FIELDCOMP if self.rules.compress_updates else IOTYPE_UPDATE
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
         self._txid = _counter(restart.last_txid, None)
@@ -360,6 +368,155 @@ class Assembler:
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
                          message.origin or message.id)  # message.name, without the call
+
+    def encode_whole(self, ops: list[Op], encoder: TrailEncoder, txnum: int
+                     ) -> tuple[bytes, str, int, str] | None:
+        """The compiled path of a message: the trail bytes of the one transaction its ``ops``
+        make, as transaction number ``txnum``, and the writer's mark after it (seqid and
+        ordinal of its last record, txid); the counters and the duplicate mark move as ``add``
+        moves them. For the common message only: no transaction open, no txind, one txid,
+        nothing already in the trail, each op one record of the common case (``ImageRecords.
+        single``) that the table's generated record function encodes. None for any other
+        (nothing changed): ``add`` takes it, which gives the same bytes or the error.
+        """
+        out: list[tuple[bytes, str, int, str]] = []
+        self.encode_wholes([ops], 0, encoder, txnum, out)
+        return out[0] if out else None
+
+    def encode_wholes(self, results: list[list[Op] | Exception], start: int,
+                      encoder: TrailEncoder, txnum: int,
+                      out: list[tuple[bytes, str, int, str]]) -> int:
+        """``encode_whole`` of the messages whose parsing gave ``results``, from index
+        ``start`` on, numbered from ``txnum``, into ``out``, up to the first one it does not
+        take (an exception, no operations, or not the common case): that one's index, or
+        ``len(results)``. One call for a batch of messages (``Pipeline.consume``).
+
+        The message of one insert, update without before values or delete, the most common,
+        runs inline: its image, key test and T token without a call (``ImageRecords.single``
+        and ``_update_values`` give the same records).
+        """
+        if self._open is not None or self._images is None:
+            return start
+        wholes, tail_heads = encoder.wholes, encoder.tail_heads
+        compress_deletes, update_iotype = self.rules.compress_deletes, self._update_iotype
+        end = len(results)
+        k = start
+        while k < end:
+            ops = results[k]
+            if ops.__class__ is not list or not ops:
+                return k
+            op = ops[0]
+            optype = op.optype
+            if (len(ops) != 1 or op.txind is not None or op.txname is not None
+                    or op.txowner is not None):
+                image = None
+            elif optype == INSERT:
+                image, iotype, before_after = op.after, IOTYPE_INSERT, "A"
+            elif optype == UPDATE and op.before is None:  # every present column changed
+                image, iotype, before_after = op.after, update_iotype, "A"
+            elif optype == DELETE:
+                image, iotype, before_after = (
+                    op.before if op.before is not None else op.after), IOTYPE_DELETE, "B"
+            else:
+                image = None
+            if image is None:  # not of the inline case: op by op
+                done = self._encode_ops(ops, encoder, txnum)
+                if done is None:
+                    return k
+                out.append(done)
+                k += 1
+                txnum += 1
+                continue
+            table = op.table
+            hit = wholes.get(id(table))
+            if hit is None or hit[0] is not table:
+                hit = encoder.whole(table)
+            if hit[3]:
+                for i in hit[2]:
+                    if image[i] is MISSING:
+                        return k
+            if iotype == IOTYPE_DELETE and compress_deletes:
+                image = _only(image, hit[2])
+            seqid, ordinal, last = op.seqid, op.ordinal, self._last
+            seq = self._seq
+            if seqid is None:
+                seq += 1
+                seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+            elif not _after(seqid, ordinal, last):
+                return k  # already written, or of another width: ``add`` says which
+            txid = op.txid
+            txcount = self._txid
+            if txid is None:
+                txcount += 1
+                txid = str(txcount)
+            try:
+                tb, sb = txid.encode(), seqid.encode()
+                heads = tail_heads.get((len(tb), len(sb)))
+                tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
+                        encoder.tail(tb, seqid, b""))
+            except (AttributeError, MessageError):  # not text, or too long: the general path
+                return k
+            data = hit[1](image, iotype, before_after, op.timestamp, ordinal, tail,
+                          txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
+            if data is None:
+                return k
+            self._txid, self._seq, self._last = txcount, seq, (seqid, ordinal)
+            out.append((data, seqid, ordinal, txid))
+            k += 1
+            txnum += 1
+        return k
+
+    def _encode_ops(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
+                    ) -> tuple[bytes, str, int, str] | None:
+        """``encode_whole`` of any message: op by op."""
+        assert self._images is not None  # (encode_whole)
+        first = ops[0]
+        given = first.txid
+        txcount = self._txid
+        if given is None:
+            txcount += 1
+            txid = str(txcount)
+        else:
+            txid = given
+        seq, last = self._seq, self._last
+        single = self._images.single
+        end = len(ops) - 1
+        rba = txnum & 0xFFFFFFFF
+        out = []
+        tail_seqid = None
+        wholes = encoder.wholes
+        try:
+            tb, u = encoder.transaction_tokens(txid, first.txname, first.txowner)
+            for k, op in enumerate(ops):
+                seqid = op.seqid
+                if op.txind is not None or op.txid != given:
+                    return None
+                if seqid is None:
+                    seq += 1
+                    seqid = str(seq).zfill(20)
+                elif not _after(seqid, op.ordinal, last):
+                    return None
+                image = single(op)
+                if image is None:
+                    return None
+                if seqid != tail_seqid:
+                    tail, tail_seqid = encoder.tail(tb, seqid, u), seqid
+                table = op.table
+                hit = wholes.get(id(table))
+                if hit is None or hit[0] is not table:
+                    hit = encoder.whole(table)
+                data = hit[1](image[2], image[0], image[1], op.timestamp, op.ordinal, tail, rba,
+                              TRANSIND_WHOLE if not end else TRANSIND_BEGIN if not k else
+                              TRANSIND_END if k == end else TRANSIND_MIDDLE)
+                if data is None:
+                    return None
+                out.append(data)
+                last = (seqid, op.ordinal)
+        except MessageError:
+            return None
+        assert last is not None  # (set by the first op)
+        self._txid, self._seq, self._last = txcount, seq, last
+        return (out[0] if not end else b"".join(out)), last[0], last[1], txid
 
     def take_single(self, message: Message, op: Op) -> bool:
         """``add_single`` in a run of the state machine alone (the Spark batch's trials), for an
@@ -619,18 +776,7 @@ class ImageRecords:
             _check_keys(op, after, keys)
         pk_change = before is not None and declared and any(
             before[i] is not MISSING and before[i] != after[i] for i in keys)
-        if rules.compress_updates:
-            iotype = IOTYPE_FIELDCOMP
-            values = [MISSING] * len(after)
-            for i in keys:
-                values[i] = after[i]
-            for i, v in enumerate(after):
-                if v is not MISSING and (before is None or before[i] is MISSING
-                                         or before[i] != v):
-                    values[i] = v
-        else:
-            iotype = IOTYPE_UPDATE
-            values = after
+        iotype, values = self._update_values(after, before, keys)
         key_before = None
         if pk_change and before is not None:  # (a key change needs before values)
             if not rules.pk_updates:
@@ -649,6 +795,64 @@ class ImageRecords:
         out.append(TrailRecord(table, iotype, "A", op.timestamp, seqid, op.ordinal, values,
                                key_before))
         return out
+
+    def _update_values(self, after: list[Any], before: list[Any] | None,
+                       keys: tuple[int, ...]) -> tuple[int, list[Any]]:
+        """The IOType and after values of an update's record by ``trail.compressupdates``:
+        the keys and the columns that changed (all present ones without before values), or
+        every after value."""
+        if not self.rules.compress_updates:
+            return IOTYPE_UPDATE, after
+        if before is None:  # every present column counts as changed: the after image itself
+            return IOTYPE_FIELDCOMP, after
+        values = [MISSING] * len(after)
+        for i in keys:
+            values[i] = after[i]
+        for i, v in enumerate(after):
+            if v is not MISSING and (before[i] is MISSING or before[i] != v):
+                values[i] = v
+        return IOTYPE_FIELDCOMP, values
+
+    def single(self, op: Op) -> tuple[int, str, list[Any]] | None:
+        """(IOType, before/after, values) of the one record of an insert, update or delete
+        of the common case, as ``__call__`` builds it; None for anything else (a truncate, a
+        primary-key update, an update with a before-image record, a missing image or key),
+        which ``__call__`` builds or refuses."""
+        table, optype = op.table, op.optype
+        info = self._tables.get(id(table))
+        if info is None or info[0] is not table:
+            info = self._table_info(table)
+        keys, declared = info[1], info[2]
+        if optype in (INSERT, UPDATE):
+            image = op.after
+        elif optype == DELETE:
+            image = op.before if op.before is not None else op.after
+        else:
+            return None
+        if image is None:
+            return None
+        if declared:
+            for i in keys:
+                if image[i] is MISSING:
+                    return None
+        if optype == INSERT:
+            return IOTYPE_INSERT, "A", image
+        if optype == DELETE:
+            return IOTYPE_DELETE, "B", (_only(image, keys) if self.rules.compress_deletes
+                                        else image)
+        before = op.before
+        if before is not None and (self.rules.get_update_befores or declared and any(
+                before[i] is not MISSING and before[i] != image[i] for i in keys)):
+            return None  # a before-image record, or a primary-key update
+        iotype, values = self._update_values(image, before, keys)
+        return iotype, "A", values
+
+
+def _after(seqid: str, ordinal: int, mark: tuple[str, int] | None) -> bool:
+    """Whether an op of ``seqid`` and ``ordinal`` comes after the duplicate mark (S, k) and
+    has the width of S: not written yet (§9.2), and no width error (``_is_written``)."""
+    return mark is None or len(seqid) == len(mark[0]) and (
+        seqid > mark[0] or seqid == mark[0] and ordinal > mark[1])
 
 
 def _counter(last: str | None, width: int | None) -> int:

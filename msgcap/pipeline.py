@@ -22,6 +22,7 @@ from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
+from msgcap.trail.writer import TrailWriter
 from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
@@ -143,12 +144,13 @@ def _at(position: Position | None) -> str:
 class Processed:
     """What one message did.
 
-    ``written``: transactions it completed, each with the position the writer returned and the
-    messages it releases for acknowledgement once durable. ``ack_now``: the message itself needs
-    no durable trail data (no operations, a duplicate, or discarded — after the discard record).
+    ``written``: transactions it completed, each as the messages it releases for
+    acknowledgement once durable and the position the writer returned. ``ack_now``: the message
+    itself needs no durable trail data (no operations, a duplicate, or discarded — after the
+    discard record).
     """
 
-    written: list[tuple[Assembled, Position]] = field(default_factory=list)
+    written: list[tuple[list[Message], Position]] = field(default_factory=list)
     ack_now: bool = False
     duplicate: bool = False
     discarded: MessageError | None = None
@@ -247,6 +249,19 @@ class Pipeline:
         self.discard = discard
         self.stats = stats or Stats()
         self.stream_at: int | None = None
+        self._trail: TrailWriter | None = None  # the writer of the compiled path
+        self.compiled = True
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled path (``Assembler.encode_whole``) writes the common message:
+        by default when the writer is a trail writer; False: every message takes the general
+        path (tests compare the two)."""
+        return self._trail is not None
+
+    @compiled.setter
+    def compiled(self, on: bool) -> None:
+        self._trail = self.writer if on and isinstance(self.writer, TrailWriter) else None
 
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
@@ -259,6 +274,48 @@ class Pipeline:
         complete = self.complete
         for message, raw_id, parsed in self.parse_ahead(messages, batch):
             yield message, complete(message, raw_id, parsed)
+
+    def consume(self, messages: Iterable[Message], batch: int = AHEAD
+                ) -> Iterator[list[tuple[Message, Processed]]]:
+        """``process_many`` for a caller that acknowledges nothing (replay), a batch at a time:
+        for each batch, the messages the compiled path did not write with their ``Processed``
+        (those the general path took: duplicates, discards, spans …).
+
+        The transactions the compiled path encodes in a row go to the writer together
+        (``TrailWriter.append_wholes``), before any message of the general path.
+        """
+        counted, parse, encode = self._counted, self._parse, self.assembler.encode_wholes
+        stats = self.stats
+        it = iter(messages)
+        while chunk := list(islice(it, batch)):  # as ``parse_ahead``
+            raw_ids = [m.id for m in chunk]
+            results = list(map(parse, chunk))
+            general = []
+            # the batch is counted at once; an error takes back the messages after its own
+            stats.messages += len(chunk)
+            stats.body_size += sum(map(len, [m.body for m in chunk]))
+            writer = self._trail
+            k = 0
+            try:
+                while k < len(results):
+                    if writer is not None:
+                        wholes: list[tuple[bytes, str, int, str]] = []
+                        taken = encode(results, k, writer.encoder, writer.txnum + 1, wholes)
+                        if wholes:
+                            first, k = k, taken - 1  # (a write error counts them all)
+                            self._write_wholes(wholes, results[first:taken])  # type: ignore[arg-type]
+                            k = taken
+                            if k == len(results):
+                                break
+                    message = chunk[k]
+                    general.append((message, counted(message, raw_ids[k], results[k])))
+                    k += 1
+            except BaseException:
+                after = chunk[k + 1:]
+                stats.messages -= len(after)
+                stats.body_size -= sum(map(len, [m.body for m in after]))
+                raise
+            yield general
 
     def parse_ahead(self, messages: Iterable[Message], batch: int = AHEAD) -> Iterator[Parsed]:
         """Each message with its raw id and its ops (or the exception that stopped them), ids and
@@ -290,6 +347,14 @@ class Pipeline:
         stats = self.stats
         stats.messages += 1
         stats.body_size += len(message.body)
+        if parsed.__class__ is list and parsed and self._whole(parsed):
+            assert stats.last_position is not None  # (written)
+            return Processed([([message], stats.last_position)], False, False, None)
+        return self._counted(message, raw_id, parsed)
+
+    def _counted(self, message: Message, raw_id: str, parsed: list[Op] | Exception
+                 ) -> Processed:
+        """``complete`` of a message already counted, by the general path."""
         try:
             if isinstance(parsed, Exception):
                 raise parsed
@@ -316,7 +381,38 @@ class Pipeline:
             # e.g. a record over the trail's size limit: the whole transaction is lost
             return self.reject(message, exc.located(message.name), raw_id, Processed())
         self._count(done, position)
-        return Processed([(done, position)], False, False, None)
+        return Processed([(done.messages, position)], False, False, None)
+
+    def _whole(self, ops: list[Op]) -> bool:
+        """Write the one transaction of a message's ``ops`` by the compiled path, counted;
+        False (nothing done) for a message it does not take."""
+        writer = self._trail
+        if writer is None:
+            return False
+        done = self.assembler.encode_whole(ops, writer.encoder, writer.txnum + 1)
+        if done is None:
+            return False
+        position = writer.append_whole(done[0], done[1], done[2], done[3])
+        self._count_ops(ops)
+        self._written(position, ops[-1].timestamp)
+        return True
+
+    def _count_ops(self, ops: list[Op]) -> None:
+        """Count the operations of a transaction the compiled path wrote."""
+        counts = self.stats.operations
+        for op in ops:
+            key = (op.table.name, op.optype)
+            counts[key] = counts.get(key, 0) + 1
+
+    def _write_wholes(self, wholes: list[tuple[bytes, str, int, str]],
+                      taken: list[list[Op]]) -> None:
+        """Append the transactions the compiled path encoded for the messages of ``taken``
+        (``consume``), counted as ``_whole`` counts one."""
+        assert self._trail is not None  # (they were encoded for it)
+        position, files = self._trail.append_wholes(wholes)
+        for ops in taken:
+            self._count_ops(ops)
+        self._written(position, taken[-1][-1].timestamp, len(wholes), files)
 
     def refuse(self, message: Message, error: MessageError) -> Processed:
         """A message its source could not read (a malformed spool file): counted, then handled
@@ -340,7 +436,7 @@ class Pipeline:
                     position = self.writer.write_transaction(done.tx)
             except MessageError as exc:
                 return self.reject(message, exc.located(message.name), raw_id, result)
-            result.written.append((done, position))
+            result.written.append((done.messages, position))
             self._count(done, position)
         if self.stream_at is not None and len(self.assembler.open_records) >= self.stream_at:
             part, first = self.assembler.take_open()
@@ -360,19 +456,25 @@ class Pipeline:
         self.stats.durable_transactions = self.stats.transactions
 
     def _count(self, done: Assembled, position: Position) -> None:
-        stats = self.stats
-        stats.transactions += 1
-        counts = stats.operations
+        counts = self.stats.operations
         done_ops = done.ops
         for key in done_ops:
             counts[key] = counts.get(key, 0) + done_ops[key]
+        self._written(position, done.tx.records[-1].io_time)
+
+    def _written(self, position: Position, commit_us: int, transactions: int = 1,
+                 files: list[str] | None = None) -> None:
+        """``transactions`` more written (their operations counted by the caller), the last
+        ending at ``position``, committed at ``commit_us``, in ``files`` (default: the
+        position's)."""
+        stats = self.stats
+        stats.transactions += transactions
         stats.last_position = position
-        stats.last_commit_us = done.tx.records[-1].io_time
-        file = position.file
-        if file:
-            files = stats.trail_files
-            if not files or files[-1] != file:
-                files.append(file)
+        stats.last_commit_us = commit_us
+        trail_files = stats.trail_files
+        for file in (position.file,) if files is None else files:
+            if file and (not trail_files or trail_files[-1] != file):
+                trail_files.append(file)
 
     def reject(self, message: Message, error: MessageError, raw_id: str,
                result: Processed | None = None) -> Processed:

@@ -209,13 +209,14 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
         t, n = col.type_code, col.external_length
         null_span = _null_span(col)
         space[f"N{i}"] = entry(i, len(null_span)) + null_span
-        lines.append(f"if v{i} is None: h{i} = N{i}; b{i} = E")
+        null = f"elif v{i} is None: h{i} = N{i}; b{i} = E"  # (after the common case)
         if t == VARCHAR:
             var = layout.entry_var.pack
             # by byte length: n characters of up to 4 UTF-8 bytes each
             space[f"H{i}"] = [var(i, k + 4, 0, k) for k in range(min(4 * n, 255) + 1)]
-            lines += [f"elif v{i} is MISSING: h{i} = E; b{i} = E; m += 8",
-                      f"else: b{i} = v{i}.encode(); h{i} = H{i}[len(b{i})]"]
+            lines += [f"if type(v{i}) is str: b{i} = v{i}.encode(); h{i} = H{i}[len(b{i})]",
+                      null, f"elif v{i} is MISSING: h{i} = E; b{i} = E; m += 8",
+                      "else: return None"]
             fixed += 8  # the NULL entry too: index, length, FFFF, 0000
             varying.append(f"len(b{i})")
             continue
@@ -229,15 +230,17 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
             missing = f"elif v{i} is MISSING: h{i} = E; b{i} = E"
         if t in BE_INTS:
             space[f"P{i}"] = BE_INTS[t].pack
-            lines += [f"elif type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})", missing,
+            lines += [f"if type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})", null, missing,
                       "else: return None"]
         elif t == CHAR:
-            lines += [missing, "else:", f" b{i} = v{i}.encode()", f" if len(b{i}) != {n}:",
-                      f"  if len(b{i}) > {n}: return None", f"  b{i} = b{i}.ljust({n})",
-                      f" h{i} = C{i}"]
+            lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode()",
+                      f" if len(b{i}) != {n}:", f"  if len(b{i}) > {n}: return None",
+                      f"  b{i} = b{i}.ljust({n})", f" h{i} = C{i}", null, missing,
+                      "else: return None"]
         elif t == DATETIME:
-            lines += [missing, "else:", f" b{i} = v{i}.encode('ascii')",
-                      f" if len(b{i}) != {n}: return None", f" h{i} = C{i}"]
+            lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode('ascii')",
+                      f" if len(b{i}) != {n}: return None", f" h{i} = C{i}", null, missing,
+                      "else: return None"]
         else:
             raise DefinitionError(f"column {col.name}: type {t} not supported")
     body = "\n".join(lines)

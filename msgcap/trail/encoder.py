@@ -68,8 +68,10 @@ class _Frame:
 
 
 def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Callable:
-    """``record(rec, tail, audit_rba, transind)`` → the whole G … Z record of an insert,
-    update or delete, with ``tail`` (T and U tokens) after the D token; None when the values or
+    """``record(values, iotype, before_after, io_time, audit_pos, tail, audit_rba, transind)``
+    → the whole G … Z record of an insert, update or delete (a ``TrailRecord``'s fields, or
+    those the compiled path has without building one), with ``tail`` (T and U tokens) after
+    the D token; None when the values or
     header fields are not the common case, the record is a PK update or truncate, has no
     column entry or is too long (the caller then encodes it field by field, which raises every
     error)."""
@@ -79,8 +81,8 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
     hlen = HEADER_FIXED + len(table.name_bytes)
     body = "\n".join("  " + line for line in inline.body.splitlines())
     head = (f"{REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, {PARTITION}, "
-            f"BA[rec.before_after], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + "
-            f"rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen")
+            f"BA[before_after], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + "
+            f"io_time, audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen")
     # every value present and of its common form: the D area in one struct call, first
     present = present_columns(table.table, layout)
     if present is not None:
@@ -94,11 +96,9 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
                 + "\n  except NOT_PRESENT:\n   pass\n"
                 + body)
     source = (
-        "def record(rec, tail, rba, ind):\n"
+        "def record(values, iotype, before_after, io_time, audit_pos, tail, rba, ind):\n"
         " try:\n"
-        "  iotype = rec.iotype\n"
         f"  if iotype == {IOTYPE_PKUPDATE} or iotype == {IOTYPE_TRUNCATE}: return None\n"
-        "  values = rec.values\n"
         f"{body}\n"
         f"  dlen = {inline.size}\n"
         f"  total = len(tail) + dlen + {12 + hlen + 4}\n"  # G, H and D heads, Z
@@ -112,7 +112,8 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_frames", "_head", "_t_head", "_tails", "byteorder", "layout")
+    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout", "tail_heads",
+                 "wholes")
 
     def __init__(self, byteorder: str = "big") -> None:
         self.layout = layout_for(byteorder)
@@ -121,7 +122,10 @@ class TrailEncoder:
         self._head = self.layout.head.pack
         # T token head and TRANID head together
         self._t_head = struct.Struct(("<" if byteorder == "little" else ">") + "BBHBBH").pack
-        self._tails: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # see ``tail``
+        # the T token's heads by the lengths of TRANID and VAMSEQID, made by ``tail`` once the
+        # lengths are checked
+        self.tail_heads: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+        self.wholes: dict[int, tuple[Table, Callable, tuple[int, ...], bool]] = {}
 
     def _frame(self, table: Table) -> _Frame:
         hit = self._frames.get(id(table))
@@ -129,6 +133,13 @@ class TrailEncoder:
             hit = (table, _Frame(table, self.layout))
             self._frames[id(table)] = hit
         return hit[1]
+
+    def whole(self, table: Table) -> tuple[Table, Callable, tuple[int, ...], bool]:
+        """(table, its generated whole-record function (``record_function``), key indexes,
+        has declared keys), kept in ``wholes`` by the table's id for the compiled path."""
+        hit = self.wholes[id(table)] = (table, self._frame(table).record, table.key_indexes,
+                                        table.has_declared_keys)
+        return hit
 
     def table(self, table: Table) -> TableEncoder:
         """The table's encoder, built once (keyed by identity: tables are built once)."""
@@ -164,14 +175,14 @@ class TrailEncoder:
         """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
         # the heads depend on the two lengths alone: made once per pair
-        heads = self._tails.get((len(tb), len(sb)))
+        heads = self.tail_heads.get((len(tb), len(sb)))
         if heads is None:
             if len(sb) + len(tb) > MAX_RECORD - 64:
                 raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are "
                                    "too long for the trail's tokens")
-            if len(self._tails) >= 4096:
-                self._tails.clear()
-            heads = self._tails[len(tb), len(sb)] = (
+            if len(self.tail_heads) >= 4096:
+                self.tail_heads.clear()
+            heads = self.tail_heads[len(tb), len(sb)] = (
                 self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)),
                 self._head(TOKEN_VAMSEQID, 0, len(sb)))
         return b"".join((heads[0], tb, heads[1], sb, u))
@@ -186,7 +197,7 @@ class TrailEncoder:
         iotypes, before_after, io_times, audit_pos, data = records
         fr = self._frame(table)
         pack_d, name, hlen, z = fr.pack_d, fr.name, fr.hlen, self._head
-        tails, tail_of = self._tails, self.tail
+        tails, tail_of = self.tail_heads, self.tail
         fixed = 12 + hlen + 4  # G head + H head + Z, H token, D head
         out: list[bytes] = []
         append, join = out.append, b"".join
@@ -236,7 +247,7 @@ class TrailEncoder:
             txid, seqid = tx.txid, rec.seqid
             # no user tokens, and T token heads made before for these lengths (``tail``)
             if (tx.txname is None and tx.txowner is None and type(txid) is str
-                    and type(seqid) is str and (heads := self._tails.get(
+                    and type(seqid) is str and (heads := self.tail_heads.get(
                         (len(tb := txid.encode()), len(sb := seqid.encode())))) is not None):
                 tail = b"".join((heads[0], tb, heads[1], sb))
             else:
@@ -244,7 +255,8 @@ class TrailEncoder:
                 tail = self.tail(tb, seqid, u)
             hit = frames.get(id(rec.table))
             if hit is not None and hit[0] is rec.table and rec.data is None:
-                data = hit[1].record(rec, tail, audit_rba, ind)
+                data = hit[1].record(rec.values, rec.iotype, rec.before_after, rec.io_time,
+                                     rec.audit_pos, tail, audit_rba, ind)
                 if data is not None:
                     return data
             return self._record(rec, tail, audit_rba, ind)
@@ -264,7 +276,8 @@ class TrailEncoder:
             else:
                 ind = TRANSIND_BEGIN if first else TRANSIND_MIDDLE
             hit = frames.get(id(rec.table))
-            data = (hit[1].record(rec, tail, audit_rba, ind)
+            data = (hit[1].record(rec.values, rec.iotype, rec.before_after, rec.io_time,
+                                  rec.audit_pos, tail, audit_rba, ind)
                     if hit is not None and hit[0] is rec.table and rec.data is None else None)
             out.append(data if data is not None else self._record(rec, tail, audit_rba, ind))
         return b"".join(out)
