@@ -47,7 +47,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -85,11 +85,14 @@ def replay_cpu(home: Path, dump: str, lines: bool, expected_ops: int) -> float:
 
 @dataclass
 class Margin:
-    """CPU seconds of the runs over N and 2N messages (least of the rounds) and the margin."""
+    """CPU seconds of the runs over N and 2N messages (least of the rounds) and the margin;
+    ``parts``: where a run's CPU went (the Spark batch: driver, JVMs, Python workers), the
+    margin of each."""
 
     n: int
     small: float
     large: float
+    parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def per_message(self) -> float:
@@ -319,7 +322,7 @@ def batch(root: Path, n: int, rounds: int, cluster: bool) -> tuple[dict[str, Mar
         # the replay of 2N ran last: its trail is the reference
         reference = trail_records("dirdat/bd")
         differs: list[str] = []
-        masters = [("local[1]", "local[1]", None)]
+        masters: list[tuple[str, str, str | None]] = [("local[1]", "local[1]", None)]
         spark_cluster = None
         if cluster:
             spark_cluster = Cluster(str(root))
@@ -330,15 +333,20 @@ def batch(root: Path, n: int, rounds: int, cluster: bool) -> tuple[dict[str, Mar
             for label, master, marker in masters:
                 out = f"out-{len(figures)}"
 
+                least: dict[int, dict[str, float]] = {}  # the parts of each size's least run
+
                 def run(count: int, master: str = master, marker: str | None = marker,
-                        out: str = out) -> float:
+                        out: str = out, least: dict[int, dict[str, float]] = least) -> float:
                     shutil.rmtree(out, ignore_errors=True)
                     shutil.rmtree(out + "-warmup", ignore_errors=True)
                     _, _, cpu = run_batch(settings, definitions, f"m{count}.txt", master, out,
                                           None, [], marker)
+                    if count not in least or sum(cpu.values()) < sum(least[count].values()):
+                        least[count] = cpu
                     return sum(cpu.values())
 
-                figures[label] = margin(n, rounds, run)
+                figures[label] = found = margin(n, rounds, run)
+                found.parts = {k: (least[2 * n][k] - least[n][k]) / n for k in least[n]}
                 if trail_records(f"{out}/trail/bd") != reference:
                     differs.append(label)
         finally:
@@ -353,6 +361,9 @@ def report_batch(m: dict[str, Margin], differs: Sequence[str]) -> None:
     print("Spark batch on the delimited input (driver, JVMs and Python workers), beside replay")
     for label, figure in m.items():
         print(f"  {label:<30} {figure.text()}")
+        if figure.parts:
+            print(f"  {'':<30} of which " + ", ".join(
+                f"{part} {seconds * 1e6:.2f}" for part, seconds in figure.parts.items()))
     for label, figure in m.items():
         if label != "replay":
             ratio = figure.per_message / m["replay"].per_message
