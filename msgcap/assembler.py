@@ -33,6 +33,10 @@ from msgcap.trail.records import (
     IOTYPE_PKUPDATE,
     IOTYPE_TRUNCATE,
     IOTYPE_UPDATE,
+    TRANSIND_BEGIN,
+    TRANSIND_END,
+    TRANSIND_MIDDLE,
+    TRANSIND_WHOLE,
     TrailRecord,
     TrailTransaction,
 )
@@ -53,6 +57,7 @@ from props.errors import MessageError
 from props.text import quoted
 
 if TYPE_CHECKING:
+    from msgcap.trail.encoder import TrailEncoder
     from props.settings import Settings
 
 _TXIND_NAMES = {TX_BEGIN: "begin", TX_MIDDLE: "middle", TX_END: "end", TX_WHOLE: "whole"}
@@ -361,6 +366,63 @@ class Assembler:
         return Assembled(tx, [message], {(op.table.name, op.optype): 1},
                          message.origin or message.id)  # message.name, without the call
 
+    def encode_whole(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
+                     ) -> tuple[bytes, str, int, str] | None:
+        """The compiled path of a message: the trail bytes of the one transaction its ``ops``
+        make, as transaction number ``txnum``, and the writer's mark after it (seqid and
+        ordinal of its last record, txid); the counters and the duplicate mark move as ``add``
+        moves them. For the common message only: no transaction open, no txind, one txid,
+        nothing already in the trail, each op one record of the common case (``ImageRecords.
+        single``) that the table's generated record function encodes. None for any other
+        (nothing changed): ``add`` takes it, which gives the same bytes or the error.
+        """
+        if self._open is not None or type(self.records) is not ImageRecords:
+            return None
+        first = ops[0]
+        given = first.txid
+        txcount = self._txid
+        if given is None:
+            txcount += 1
+            txid = str(txcount)
+        else:
+            txid = given
+        seq, last = self._seq, self._last
+        single = self.records.single
+        end = len(ops) - 1
+        rba = txnum & 0xFFFFFFFF
+        out = []
+        tail_seqid = None
+        try:
+            tb, u = encoder.transaction_tokens(txid, first.txname, first.txowner)
+            for k, op in enumerate(ops):
+                seqid = op.seqid
+                if op.txind is not None or op.txid != given:
+                    return None
+                if seqid is None:
+                    seq += 1
+                    seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+                elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
+                        seqid == last[0] and op.ordinal <= last[1])):
+                    return None  # already written, or of another width: ``add`` says which
+                image = single(op)
+                if image is None:
+                    return None
+                if seqid != tail_seqid:
+                    tail, tail_seqid = encoder.tail(tb, seqid, u), seqid
+                data = encoder.record_function(op.table)(
+                    image[2], image[0], image[1], op.timestamp, op.ordinal, tail, rba,
+                    TRANSIND_WHOLE if not end else TRANSIND_BEGIN if not k else
+                    TRANSIND_END if k == end else TRANSIND_MIDDLE)
+                if data is None:
+                    return None
+                out.append(data)
+                last = (seqid, op.ordinal)
+        except MessageError:
+            return None
+        assert last is not None  # (set by the first op)
+        self._txid, self._seq, self._last = txcount, seq, last
+        return (out[0] if not end else b"".join(out)), last[0], last[1], txid
+
     def take_single(self, message: Message, op: Op) -> bool:
         """``add_single`` in a run of the state machine alone (the Spark batch's trials), for an
         op whose records are known to build: the same checks and state, nothing built. True
@@ -619,18 +681,7 @@ class ImageRecords:
             _check_keys(op, after, keys)
         pk_change = before is not None and declared and any(
             before[i] is not MISSING and before[i] != after[i] for i in keys)
-        if rules.compress_updates:
-            iotype = IOTYPE_FIELDCOMP
-            values = [MISSING] * len(after)
-            for i in keys:
-                values[i] = after[i]
-            for i, v in enumerate(after):
-                if v is not MISSING and (before is None or before[i] is MISSING
-                                         or before[i] != v):
-                    values[i] = v
-        else:
-            iotype = IOTYPE_UPDATE
-            values = after
+        iotype, values = self._update_values(after, before, keys)
         key_before = None
         if pk_change and before is not None:  # (a key change needs before values)
             if not rules.pk_updates:
@@ -649,6 +700,57 @@ class ImageRecords:
         out.append(TrailRecord(table, iotype, "A", op.timestamp, seqid, op.ordinal, values,
                                key_before))
         return out
+
+    def _update_values(self, after: list[Any], before: list[Any] | None,
+                       keys: tuple[int, ...]) -> tuple[int, list[Any]]:
+        """The IOType and after values of an update's record by ``trail.compressupdates``:
+        the keys and the columns that changed (all present ones without before values), or
+        every after value."""
+        if not self.rules.compress_updates:
+            return IOTYPE_UPDATE, after
+        if before is None:  # every present column counts as changed: the after image itself
+            return IOTYPE_FIELDCOMP, after
+        values = [MISSING] * len(after)
+        for i in keys:
+            values[i] = after[i]
+        for i, v in enumerate(after):
+            if v is not MISSING and (before[i] is MISSING or before[i] != v):
+                values[i] = v
+        return IOTYPE_FIELDCOMP, values
+
+    def single(self, op: Op) -> tuple[int, str, list[Any]] | None:
+        """(IOType, before/after, values) of the one record of an insert, update or delete
+        of the common case, as ``__call__`` builds it; None for anything else (a truncate, a
+        primary-key update, an update with a before-image record, a missing image or key),
+        which ``__call__`` builds or refuses."""
+        table, optype = op.table, op.optype
+        info = self._tables.get(id(table))
+        if info is None or info[0] is not table:
+            info = self._table_info(table)
+        keys, declared = info[1], info[2]
+        if optype in (INSERT, UPDATE):
+            image = op.after
+        elif optype == DELETE:
+            image = op.before if op.before is not None else op.after
+        else:
+            return None
+        if image is None:
+            return None
+        if declared:
+            for i in keys:
+                if image[i] is MISSING:
+                    return None
+        if optype == INSERT:
+            return IOTYPE_INSERT, "A", image
+        if optype == DELETE:
+            return IOTYPE_DELETE, "B", (_only(image, keys) if self.rules.compress_deletes
+                                        else image)
+        before = op.before
+        if before is not None and (self.rules.get_update_befores or declared and any(
+                before[i] is not MISSING and before[i] != image[i] for i in keys)):
+            return None  # a before-image record, or a primary-key update
+        iotype, values = self._update_values(image, before, keys)
+        return iotype, "A", values
 
 
 def _counter(last: str | None, width: int | None) -> int:

@@ -67,7 +67,7 @@ from parsers.model import Message
 from props.errors import MessageError, MsgcapError, SourceError
 
 if TYPE_CHECKING:
-    from msgcap.assembler import Assembled, Assembler
+    from msgcap.assembler import Assembler
     from msgcap.trail.records import Position
     from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
@@ -266,8 +266,7 @@ class Capture:
         """What the pipeline did with one message: hold it with the open transaction or
         release it with a group, and end the group when it is due."""
         released = False
-        for done, position in result.written:
-            listed = done.messages
+        for listed, position in result.written:
             self._done.extend(listed)
             if not released:  # the message that ends a transaction is its last: seen first
                 released = any(m is message for m in reversed(listed))
@@ -297,10 +296,10 @@ class Capture:
                 or (window is not None and len(self._done) + len(self._discarded) >= window)):
             self._flush()
 
-    def _release_held(self, written: list[tuple[Assembled, Position]]) -> None:
+    def _release_held(self, written: list[tuple[list[Message], Position]]) -> None:
         """The open transaction ended: its held messages go with it (those of parts written
         before its end are in no ``Assembled``; spilled ones are acknowledged already)."""
-        listed = {id(m) for done, _ in written for m in done.messages}
+        listed = {id(m) for messages, _ in written for m in messages}
         self._done.extend(m for m, _ in self._held if id(m) not in listed)
         self._held.clear()
 

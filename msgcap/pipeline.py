@@ -22,6 +22,7 @@ from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
+from msgcap.trail.writer import TrailWriter
 from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
@@ -143,12 +144,13 @@ def _at(position: Position | None) -> str:
 class Processed:
     """What one message did.
 
-    ``written``: transactions it completed, each with the position the writer returned and the
-    messages it releases for acknowledgement once durable. ``ack_now``: the message itself needs
-    no durable trail data (no operations, a duplicate, or discarded — after the discard record).
+    ``written``: transactions it completed, each as the messages it releases for
+    acknowledgement once durable and the position the writer returned. ``ack_now``: the message
+    itself needs no durable trail data (no operations, a duplicate, or discarded — after the
+    discard record).
     """
 
-    written: list[tuple[Assembled, Position]] = field(default_factory=list)
+    written: list[tuple[list[Message], Position]] = field(default_factory=list)
     ack_now: bool = False
     duplicate: bool = False
     discarded: MessageError | None = None
@@ -247,6 +249,9 @@ class Pipeline:
         self.discard = discard
         self.stats = stats or Stats()
         self.stream_at: int | None = None
+        # the compiled path (``Assembler.encode_whole``) writes the common message, when the
+        # writer is a trail writer; False: every message takes the general path (tests)
+        self.compiled = isinstance(writer, TrailWriter)
 
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
@@ -259,6 +264,20 @@ class Pipeline:
         complete = self.complete
         for message, raw_id, parsed in self.parse_ahead(messages, batch):
             yield message, complete(message, raw_id, parsed)
+
+    def consume(self, messages: Iterable[Message], batch: int = AHEAD
+                ) -> Iterator[tuple[Message, Processed | None]]:
+        """``process_many`` for a caller that acknowledges nothing (replay): a message the
+        compiled path wrote comes with None instead of its ``Processed``."""
+        whole, counted = self._whole, self._counted
+        stats = self.stats
+        for message, raw_id, parsed in self.parse_ahead(messages, batch):
+            stats.messages += 1
+            stats.body_size += len(message.body)
+            if parsed.__class__ is list and parsed and whole(parsed):
+                yield message, None
+            else:
+                yield message, counted(message, raw_id, parsed)
 
     def parse_ahead(self, messages: Iterable[Message], batch: int = AHEAD) -> Iterator[Parsed]:
         """Each message with its raw id and its ops (or the exception that stopped them), ids and
@@ -290,6 +309,14 @@ class Pipeline:
         stats = self.stats
         stats.messages += 1
         stats.body_size += len(message.body)
+        if parsed.__class__ is list and parsed and self._whole(parsed):
+            assert stats.last_position is not None  # (written)
+            return Processed([([message], stats.last_position)], False, False, None)
+        return self._counted(message, raw_id, parsed)
+
+    def _counted(self, message: Message, raw_id: str, parsed: list[Op] | Exception
+                 ) -> Processed:
+        """``complete`` of a message already counted, by the general path."""
         try:
             if isinstance(parsed, Exception):
                 raise parsed
@@ -316,7 +343,32 @@ class Pipeline:
             # e.g. a record over the trail's size limit: the whole transaction is lost
             return self.reject(message, exc.located(message.name), raw_id, Processed())
         self._count(done, position)
-        return Processed([(done, position)], False, False, None)
+        return Processed([(done.messages, position)], False, False, None)
+
+    def _whole(self, ops: list[Op]) -> bool:
+        """Write the one transaction of a message's ``ops`` by the compiled path, counted;
+        False (nothing done) for a message it does not take."""
+        writer = self.writer
+        if not self.compiled:
+            return False
+        assert isinstance(writer, TrailWriter)  # (compiled)
+        done = self.assembler.encode_whole(ops, writer.encoder, writer.txnum + 1)
+        if done is None:
+            return False
+        position = writer.append_whole(*done)
+        stats = self.stats
+        stats.transactions += 1
+        counts = stats.operations
+        for op in ops:
+            key = (op.table.name, op.optype)
+            counts[key] = counts.get(key, 0) + 1
+        stats.last_position = position
+        stats.last_commit_us = ops[-1].timestamp
+        file = position.file
+        files = stats.trail_files
+        if not files or files[-1] != file:
+            files.append(file)
+        return True
 
     def refuse(self, message: Message, error: MessageError) -> Processed:
         """A message its source could not read (a malformed spool file): counted, then handled
@@ -340,7 +392,7 @@ class Pipeline:
                     position = self.writer.write_transaction(done.tx)
             except MessageError as exc:
                 return self.reject(message, exc.located(message.name), raw_id, result)
-            result.written.append((done, position))
+            result.written.append((done.messages, position))
             self._count(done, position)
         if self.stream_at is not None and len(self.assembler.open_records) >= self.stream_at:
             part, first = self.assembler.take_open()

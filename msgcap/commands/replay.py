@@ -138,8 +138,10 @@ def replay_messages(pipeline: Pipeline, messages: Iterable[Message], progress: P
     loop): a warning for each duplicate or discarded one, progress lines, then the end of the
     input (an open transaction is an error)."""
     stats = pipeline.stats
-    for message, result in pipeline.process_many(messages):
-        if result.duplicate:
+    for message, result in pipeline.consume(messages):
+        if result is None:  # written by the compiled path
+            pass
+        elif result.duplicate:
             log.warning("message %s: duplicate (already in the trail), skipped", message.name)
         elif result.discarded is not None:
             log.warning("discarded: %s", result.discarded)

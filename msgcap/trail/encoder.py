@@ -68,8 +68,10 @@ class _Frame:
 
 
 def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Callable:
-    """``record(rec, tail, audit_rba, transind)`` → the whole G … Z record of an insert,
-    update or delete, with ``tail`` (T and U tokens) after the D token; None when the values or
+    """``record(values, iotype, before_after, io_time, audit_pos, tail, audit_rba, transind)``
+    → the whole G … Z record of an insert, update or delete (a ``TrailRecord``'s fields, or
+    those the compiled path has without building one), with ``tail`` (T and U tokens) after
+    the D token; None when the values or
     header fields are not the common case, the record is a PK update or truncate, has no
     column entry or is too long (the caller then encodes it field by field, which raises every
     error)."""
@@ -79,8 +81,8 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
     hlen = HEADER_FIXED + len(table.name_bytes)
     body = "\n".join("  " + line for line in inline.body.splitlines())
     head = (f"{REC_G}, {GZ_INFO}, total, {TOK_H}, {hlen}, {HDR_IND}, {PARTITION}, "
-            f"BA[rec.before_after], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + "
-            f"rec.io_time, rec.audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen")
+            f"BA[before_after], dlen, iotype, {ORIG_NODE}, {JULIAN_UNIX_EPOCH_US} + "
+            f"io_time, audit_pos, rba, ind, {FORMAT_TYPE}, 1, NAME, {TOK_D}, dlen")
     # every value present and of its common form: the D area in one struct call, first
     present = present_columns(table.table, layout)
     if present is not None:
@@ -94,11 +96,9 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
                 + "\n  except NOT_PRESENT:\n   pass\n"
                 + body)
     source = (
-        "def record(rec, tail, rba, ind):\n"
+        "def record(values, iotype, before_after, io_time, audit_pos, tail, rba, ind):\n"
         " try:\n"
-        "  iotype = rec.iotype\n"
         f"  if iotype == {IOTYPE_PKUPDATE} or iotype == {IOTYPE_TRUNCATE}: return None\n"
-        "  values = rec.values\n"
         f"{body}\n"
         f"  dlen = {inline.size}\n"
         f"  total = len(tail) + dlen + {12 + hlen + 4}\n"  # G, H and D heads, Z
@@ -129,6 +129,10 @@ class TrailEncoder:
             hit = (table, _Frame(table, self.layout))
             self._frames[id(table)] = hit
         return hit[1]
+
+    def record_function(self, table: Table) -> Callable:
+        """The table's generated whole-record function (``record_function``), built once."""
+        return self._frame(table).record
 
     def table(self, table: Table) -> TableEncoder:
         """The table's encoder, built once (keyed by identity: tables are built once)."""
@@ -244,7 +248,8 @@ class TrailEncoder:
                 tail = self.tail(tb, seqid, u)
             hit = frames.get(id(rec.table))
             if hit is not None and hit[0] is rec.table and rec.data is None:
-                data = hit[1].record(rec, tail, audit_rba, ind)
+                data = hit[1].record(rec.values, rec.iotype, rec.before_after, rec.io_time,
+                                     rec.audit_pos, tail, audit_rba, ind)
                 if data is not None:
                     return data
             return self._record(rec, tail, audit_rba, ind)
@@ -264,7 +269,8 @@ class TrailEncoder:
             else:
                 ind = TRANSIND_BEGIN if first else TRANSIND_MIDDLE
             hit = frames.get(id(rec.table))
-            data = (hit[1].record(rec, tail, audit_rba, ind)
+            data = (hit[1].record(rec.values, rec.iotype, rec.before_after, rec.io_time,
+                                  rec.audit_pos, tail, audit_rba, ind)
                     if hit is not None and hit[0] is rec.table and rec.data is None else None)
             out.append(data if data is not None else self._record(rec, tail, audit_rba, ind))
         return b"".join(out)

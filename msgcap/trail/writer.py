@@ -339,7 +339,18 @@ class TrailWriter:
         """Encode and append one transaction; returns the position after it."""
         if self._fd is None or self._broken or self._open_tx:
             self._check()
-        data = self.encoder.encode_transaction(tx, self.txnum + 1)
+        last = tx.records[-1]
+        return self.append_whole(self.encoder.encode_transaction(tx, self.txnum + 1),
+                                 last.seqid, last.audit_pos, tx.txid)
+
+    def append_whole(self, data: bytes, last_seqid: str, last_audit_pos: int,
+                     last_txid: str) -> Position:
+        """Append one whole transaction this writer's ``encoder`` encoded as transaction
+        number ``txnum + 1`` (``write_transaction``, or the compiled path of
+        ``Assembler.encode_whole``), its last record's seqid and ordinal and its txid;
+        returns the position after it."""
+        if self._fd is None or self._broken or self._open_tx:
+            self._check()
         n = len(data)
         if self._size + n <= self.limit and not self._roll_first:  # the common case, inline
             self._buf.append(data)
@@ -350,8 +361,7 @@ class TrailWriter:
         else:
             self._append(data)
         self.txnum += 1
-        last = tx.records[-1]
-        self.last_seqid, self.last_audit_pos, self.last_txid = last.seqid, last.audit_pos, tx.txid
+        self.last_seqid, self.last_audit_pos, self.last_txid = last_seqid, last_audit_pos, last_txid
         if self.sync == "transaction":
             return self.flush_durable()
         return _new_tuple(Position, (self._seqno, self._size, self._file))

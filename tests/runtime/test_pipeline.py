@@ -60,10 +60,10 @@ def test_written_transactions_release_their_messages():
     assert p.process(a).written == []
     r = p.process(b)
     (first, pos1), (second, _) = r.written
-    assert first.messages == [a] and second.messages == [b]
+    assert first == [a] and second == [b]
     assert pos1 == Position(0, 100, "dirdat/aa000000000")
     r = p.process(c)
-    assert r.written[0][0].messages == [c] and not r.ack_now
+    assert r.written[0][0] == [c] and not r.ack_now
     s = p.stats
     assert (s.messages, s.transactions, s.operations) == (3, 3, {("S.T", "I"): 5})
     assert s.trail_files == ["dirdat/aa000000000"] and s.last_commit_us == 7

@@ -169,7 +169,8 @@ def test_common_values_take_the_generated_path(data) -> None:
     assert d == general_only(TrailEncoder(order), [table]).table(table).encode(values)
     rec = TrailRecord(table, IOTYPE_INSERT, "A", 0, "1", 0, values)
     # a record without column entries has no D token: the per-column path writes it
-    assert (fr.record(rec, b"", 1, 3) is None) == all(v is MISSING for v in values)
+    assert (fr.record(rec.values, rec.iotype, rec.before_after, rec.io_time, rec.audit_pos, b"",
+                      1, 3) is None) == all(v is MISSING for v in values)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
