@@ -15,20 +15,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from itertools import islice
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO, cast, runtime_checkable
 
 from gendef.durable import fsync_parent
 from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
-from msgcap.trail.writer import TrailWriter
 from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
 
 if TYPE_CHECKING:
     from gendef.model import Definitions
+    from msgcap.trail.encoder import TrailEncoder
     from msgcap.trail.writer import Recovery
     from props.settings import ErrorPolicy, Settings
 
@@ -41,6 +41,18 @@ class Writer(Protocol):
     def write_transaction(self, tx: TrailTransaction) -> Position: ...
 
     def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position: ...
+
+
+@runtime_checkable
+class WholeWriter(Writer, Protocol):
+    """A writer the compiled path writes into: ``TrailWriter``, and the Spark batch's tasks,
+    which frame in a buffer (``msgcap.batch.encode.Sink``)."""
+
+    encoder: TrailEncoder
+    txnum: int
+
+    def append_whole(self, data: bytes, last_seqid: str, last_audit_pos: int,
+                     last_txid: str) -> Position: ...
 
 
 # Messages ``Pipeline.process_many`` parses ahead: enough for each stage's code to stay hot, few
@@ -251,7 +263,7 @@ class Pipeline:
         self.stream_at: int | None = None
         # the compiled path (``Assembler.encode_whole``) writes the common message, when the
         # writer is a trail writer; False: every message takes the general path (tests)
-        self.compiled = isinstance(writer, TrailWriter)
+        self.compiled = isinstance(writer, WholeWriter)
 
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
@@ -348,10 +360,9 @@ class Pipeline:
     def _whole(self, ops: list[Op]) -> bool:
         """Write the one transaction of a message's ``ops`` by the compiled path, counted;
         False (nothing done) for a message it does not take."""
-        writer = self.writer
         if not self.compiled:
             return False
-        assert isinstance(writer, TrailWriter)  # (compiled)
+        writer = cast("WholeWriter", self.writer)
         done = self.assembler.encode_whole(ops, writer.encoder, writer.txnum + 1)
         if done is None:
             return False
@@ -365,9 +376,10 @@ class Pipeline:
         stats.last_position = position
         stats.last_commit_us = ops[-1].timestamp
         file = position.file
-        files = stats.trail_files
-        if not files or files[-1] != file:
-            files.append(file)
+        if file:  # (a Spark task's sink has no file)
+            files = stats.trail_files
+            if not files or files[-1] != file:
+                files.append(file)
         return True
 
     def refuse(self, message: Message, error: MessageError) -> Processed:
