@@ -256,6 +256,8 @@ class Assembler:
                  records: RecordBuilder | None = None) -> None:
         self.rules = rules or ImageRules()
         self.records: RecordBuilder = records or ImageRecords(self.rules)
+        # the image rules the compiled path applies (None: another builder, no compiled path)
+        self._images = self.records if type(self.records) is ImageRecords else None
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
         self._txid = _counter(restart.last_txid, None)
@@ -375,9 +377,58 @@ class Assembler:
         nothing already in the trail, each op one record of the common case (``ImageRecords.
         single``) that the table's generated record function encodes. None for any other
         (nothing changed): ``add`` takes it, which gives the same bytes or the error.
+
+        The message of one insert, the most common, runs inline: its image, key test and
+        T token without a call.
         """
-        if self._open is not None or type(self.records) is not ImageRecords:
+        if self._open is not None or self._images is None:
             return None
+        if len(ops) != 1:
+            return self._encode_ops(ops, encoder, txnum)
+        op = ops[0]
+        image = op.after
+        if (op.optype != INSERT or image is None or op.txind is not None
+                or op.txname is not None or op.txowner is not None):
+            return self._encode_ops(ops, encoder, txnum)
+        table = op.table
+        hit = encoder.wholes.get(id(table))
+        if hit is None or hit[0] is not table:
+            hit = encoder.whole(table)
+        if hit[3]:
+            for i in hit[2]:
+                if image[i] is MISSING:
+                    return None
+        seqid, ordinal, last = op.seqid, op.ordinal, self._last
+        seq = self._seq
+        if seqid is None:
+            seq += 1
+            seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+        elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
+                seqid == last[0] and ordinal <= last[1])):
+            return None  # already written, or of another width: ``add`` says which
+        txid = op.txid
+        txcount = self._txid
+        if txid is None:
+            txcount += 1
+            txid = str(txcount)
+        try:
+            tb, sb = txid.encode(), seqid.encode()
+            heads = encoder.tail_heads.get((len(tb), len(sb)))
+            tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
+                    encoder.tail(tb, seqid, b""))
+        except (AttributeError, MessageError):  # not text, or too long: the general path
+            return None
+        data = hit[1](image, IOTYPE_INSERT, "A", op.timestamp, ordinal, tail,
+                      txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
+        if data is None:
+            return None
+        self._txid, self._seq, self._last = txcount, seq, (seqid, ordinal)
+        return data, seqid, ordinal, txid
+
+    def _encode_ops(self, ops: Sequence[Op], encoder: TrailEncoder, txnum: int
+                    ) -> tuple[bytes, str, int, str] | None:
+        """``encode_whole`` of any message: op by op."""
+        assert self._images is not None  # (encode_whole)
         first = ops[0]
         given = first.txid
         txcount = self._txid
@@ -387,11 +438,12 @@ class Assembler:
         else:
             txid = given
         seq, last = self._seq, self._last
-        single = self.records.single
+        single = self._images.single
         end = len(ops) - 1
         rba = txnum & 0xFFFFFFFF
         out = []
         tail_seqid = None
+        wholes = encoder.wholes
         try:
             tb, u = encoder.transaction_tokens(txid, first.txname, first.txowner)
             for k, op in enumerate(ops):
@@ -400,19 +452,22 @@ class Assembler:
                     return None
                 if seqid is None:
                     seq += 1
-                    seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
+                    seqid = str(seq).zfill(20)
                 elif last is not None and (len(seqid) != len(last[0]) or seqid < last[0] or (
                         seqid == last[0] and op.ordinal <= last[1])):
-                    return None  # already written, or of another width: ``add`` says which
+                    return None
                 image = single(op)
                 if image is None:
                     return None
                 if seqid != tail_seqid:
                     tail, tail_seqid = encoder.tail(tb, seqid, u), seqid
-                data = encoder.record_function(op.table)(
-                    image[2], image[0], image[1], op.timestamp, op.ordinal, tail, rba,
-                    TRANSIND_WHOLE if not end else TRANSIND_BEGIN if not k else
-                    TRANSIND_END if k == end else TRANSIND_MIDDLE)
+                table = op.table
+                hit = wholes.get(id(table))
+                if hit is None or hit[0] is not table:
+                    hit = encoder.whole(table)
+                data = hit[1](image[2], image[0], image[1], op.timestamp, op.ordinal, tail, rba,
+                              TRANSIND_WHOLE if not end else TRANSIND_BEGIN if not k else
+                              TRANSIND_END if k == end else TRANSIND_MIDDLE)
                 if data is None:
                     return None
                 out.append(data)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from itertools import islice
-from typing import TYPE_CHECKING, Protocol, TextIO, cast, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
 from gendef.durable import fsync_parent
 from msgcap import dumps
@@ -261,9 +261,19 @@ class Pipeline:
         self.discard = discard
         self.stats = stats or Stats()
         self.stream_at: int | None = None
-        # the compiled path (``Assembler.encode_whole``) writes the common message, when the
-        # writer is a trail writer; False: every message takes the general path (tests)
-        self.compiled = isinstance(writer, WholeWriter)
+        self._trail: WholeWriter | None = None  # the writer of the compiled path
+        self.compiled = True
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled path (``Assembler.encode_whole``) writes the common message:
+        by default when the writer takes its bytes (``WholeWriter``: a trail writer, a Spark
+        task's sink); False: every message takes the general path (tests compare the two)."""
+        return self._trail is not None
+
+    @compiled.setter
+    def compiled(self, on: bool) -> None:
+        self._trail = self.writer if on and isinstance(self.writer, WholeWriter) else None
 
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
@@ -278,18 +288,21 @@ class Pipeline:
             yield message, complete(message, raw_id, parsed)
 
     def consume(self, messages: Iterable[Message], batch: int = AHEAD
-                ) -> Iterator[tuple[Message, Processed | None]]:
-        """``process_many`` for a caller that acknowledges nothing (replay): a message the
-        compiled path wrote comes with None instead of its ``Processed``."""
-        whole, counted = self._whole, self._counted
+                ) -> Iterator[list[tuple[Message, Processed]]]:
+        """``process_many`` for a caller that acknowledges nothing (replay), a batch at a time:
+        for each batch, the messages the compiled path did not write with their ``Processed``
+        (those the general path took: duplicates, discards, spans …)."""
+        whole, counted, parse = self._whole, self._counted, self._parse
         stats = self.stats
-        for message, raw_id, parsed in self.parse_ahead(messages, batch):
-            stats.messages += 1
-            stats.body_size += len(message.body)
-            if parsed.__class__ is list and parsed and whole(parsed):
-                yield message, None
-            else:
-                yield message, counted(message, raw_id, parsed)
+        it = iter(messages)
+        while chunk := list(islice(it, batch)):  # as ``parse_ahead``
+            general = []
+            for message, raw_id, parsed in [(m, m.id, parse(m)) for m in chunk]:
+                stats.messages += 1
+                stats.body_size += len(message.body)
+                if not (parsed.__class__ is list and parsed and whole(parsed)):
+                    general.append((message, counted(message, raw_id, parsed)))
+            yield general
 
     def parse_ahead(self, messages: Iterable[Message], batch: int = AHEAD) -> Iterator[Parsed]:
         """Each message with its raw id and its ops (or the exception that stopped them), ids and
@@ -360,13 +373,13 @@ class Pipeline:
     def _whole(self, ops: list[Op]) -> bool:
         """Write the one transaction of a message's ``ops`` by the compiled path, counted;
         False (nothing done) for a message it does not take."""
-        if not self.compiled:
+        writer = self._trail
+        if writer is None:
             return False
-        writer = cast("WholeWriter", self.writer)
         done = self.assembler.encode_whole(ops, writer.encoder, writer.txnum + 1)
         if done is None:
             return False
-        position = writer.append_whole(*done)
+        position = writer.append_whole(done[0], done[1], done[2], done[3])
         stats = self.stats
         stats.transactions += 1
         counts = stats.operations

@@ -50,6 +50,8 @@ from props.errors import MessageError, PropertyError
 from props.expr import Const, Expr, SysSeqid, SysTs, SysTxid, XPath
 from props.settings import Rule, Settings, XmlSettings
 
+_NAMES_KEPT = 4096  # column names remembered per table (a message may write any)
+
 # Getters take the node a rule instance matched and the message's _State.
 _TextGetter = Callable[[Any, "_State"], "str | None"]
 _BoolGetter = Callable[[Any, "_State"], bool]
@@ -103,7 +105,7 @@ class _Compiler:
     def text(self, rule: Rule, attr: str, expr: Expr, *, required: bool) -> _TextGetter:
         """A getter ``(node, state) -> text | None`` (None: no value, or *seqid/*txid)."""
         if isinstance(expr, XPath):
-            value = self.xpath(rule, attr, expr).text_value
+            value = self.xpath(rule, attr, expr).text_getter
             if not required:
                 return lambda node, st: value(node, st.doc)
             what = f"no value: {expr.text!r} selects nothing"
@@ -135,7 +137,7 @@ class _Compiler:
         if not isinstance(expr, XPath):
             raise _prop_error(f"{describe(expr)} is not accepted here; expected an XPath "
                               "expression", rule, attr)
-        test = self.xpath(rule, attr, expr).boolean
+        test = self.xpath(rule, attr, expr).boolean_getter
         return lambda node, st: test(node, st.doc)
 
     def timestamp(self, rule: Rule, expr: Expr) -> Callable[[Any, _State], int]:
@@ -341,6 +343,8 @@ class XmlParser(ParserBase[XmlPlan]):
                                               table=table.name) for col in table.columns)
             for table in definitions}
         self._top: list[_TxRule | _OpRule] = []
+        # per table: column names as messages write them → their index (``Table.column_index``)
+        self._names: dict[str, dict[str, int | None]] = {}
         for rule in xml.rules:
             if rule.type == "tx":
                 self._top.append(self._tx_rule(rule))
@@ -596,7 +600,12 @@ class XmlParser(ParserBase[XmlPlan]):
                          rule.column_name or rule.index)
         index = None
         if name is not None:
-            index = table.column_index(name)
+            names = self._names.get(table.name)
+            if names is None or len(names) >= _NAMES_KEPT:
+                names = self._names[table.name] = {}
+            index = names.get(name, -1)
+            if index == -1:
+                index = names[name] = table.column_index(name)
             if index is None:
                 raise _error(f"table {table.name} has no column {name!r}", rule, "name",
                              rule.column_name)

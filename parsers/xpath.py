@@ -158,6 +158,18 @@ class CompiledXPath:
             return None
         return to_text(items[0])
 
+    @property
+    def text_getter(self) -> Callable[[Any, Doc], str | None]:
+        """``text_value`` in one call: a plain child path's own function, else the method."""
+        return self._text if self._text is not None and self.accessor is None else (
+            self.text_value)
+
+    @property
+    def boolean_getter(self) -> Callable[[Any, Doc], bool]:
+        """``boolean`` in one call: a plain child path's own function (lxml's element API,
+        which raises nothing to wrap), else the method."""
+        return self._boolean if self.path_is_direct and self.accessor is None else self.boolean
+
     def boolean(self, node: Any, doc: Doc) -> bool:
         """XPath boolean of the result (``isnull``/``ismissing``): a non-empty node-set is true."""
         if self.accessor is not None:
@@ -341,6 +353,7 @@ def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],  # noqa:
         def elements(node: Any) -> list[Any]:
             return [node]
 
+    one = names[0] if len(names) == 1 and not m.group("abs") else None  # ``./x/@a``, ``x/text()``
     if attr is not None:
         if not names and not m.group("abs"):
             def select(node: Any, doc: Doc) -> list[Any]:
@@ -349,6 +362,17 @@ def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],  # noqa:
 
             def first(node: Any, doc: Doc) -> str | None:
                 return node.get(attr)
+        elif one is not None:
+            def select(node: Any, doc: Doc) -> list[Any]:
+                return [v for v in (e.get(attr) for e in elements(node)) if v is not None]
+
+            def first(node: Any, doc: Doc) -> str | None:
+                for e in node:  # the first child of that name with the attribute, no list
+                    if e.tag == one:
+                        value = e.get(attr)
+                        if value is not None:
+                            return value
+                return None
         else:
             def select(node: Any, doc: Doc) -> list[Any]:
                 return [v for v in (e.get(attr) for e in elements(node)) if v is not None]
@@ -369,7 +393,9 @@ def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],  # noqa:
             return out
 
         def first(node: Any, doc: Doc) -> str | None:
-            for e in elements(node):
+            for e in (node if one is not None else elements(node)):
+                if one is not None and e.tag != one:
+                    continue
                 if e.text is not None:
                     return e.text
                 for c in e:
@@ -387,6 +413,12 @@ def _direct_engine(path: str) -> tuple[Callable[[Any, Doc], list[Any]],  # noqa:
     if attr is None and text is None:
         def boolean(node: Any, doc: Doc) -> bool:
             return bool(elements(node))
+    elif one is not None and attr is not None:
+        def boolean(node: Any, doc: Doc) -> bool:  # ``first`` without the call (isnull rules)
+            for e in node:  # noqa: SIM110 - any() of a generator costs a frame per call
+                if e.tag == one and e.get(attr) is not None:
+                    return True
+            return False
     else:
         def boolean(node: Any, doc: Doc) -> bool:
             return first(node, doc) is not None

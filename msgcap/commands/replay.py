@@ -138,14 +138,16 @@ def replay_messages(pipeline: Pipeline, messages: Iterable[Message], progress: P
     loop): a warning for each duplicate or discarded one, progress lines, then the end of the
     input (an open transaction is an error)."""
     stats = pipeline.stats
-    for message, result in pipeline.consume(messages):
-        if result is None:  # written by the compiled path
-            pass
-        elif result.duplicate:
-            log.warning("message %s: duplicate (already in the trail), skipped", message.name)
-        elif result.discarded is not None:
-            log.warning("discarded: %s", result.discarded)
-        progress.tick(stats)
+    seen = 0
+    for general in pipeline.consume(messages):  # a batch of messages at a time
+        for message, result in general:
+            if result.duplicate:
+                log.warning("message %s: duplicate (already in the trail), skipped",
+                            message.name)
+            elif result.discarded is not None:
+                log.warning("discarded: %s", result.discarded)
+        progress.tick(stats, stats.messages - seen)
+        seen = stats.messages
     pipeline.finish()
 
 
@@ -153,8 +155,8 @@ class Progress:
     """Progress lines on a long replay: at most one per ``interval`` seconds, after the first.
 
     On a terminal the line is rewritten in place; elsewhere (logs, pipes) each is a new line.
-    The clock is read at every ``CLOCK_EVERY``-th tick (every tick for an interval of 0), not
-    per message.
+    The clock is read once ``CLOCK_EVERY`` messages have been ticked since it was last read
+    (at every tick for an interval of 0), not per message.
     """
 
     CLOCK_EVERY = 64
@@ -168,9 +170,10 @@ class Progress:
         self._every = 1 if interval == 0 else self.CLOCK_EVERY
         self._countdown = self._every
 
-    def tick(self, stats: Stats) -> None:
-        self._countdown -= 1
-        if self._countdown or self.interval < 0:
+    def tick(self, stats: Stats, messages: int = 1) -> None:
+        """``messages`` more were processed (``stats`` counts them)."""
+        self._countdown -= messages
+        if self._countdown > 0 or self.interval < 0:
             return
         self._countdown = self._every
         now = time.monotonic()

@@ -112,7 +112,8 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_frames", "_head", "_t_head", "_tails", "byteorder", "layout")
+    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout", "tail_heads",
+                 "wholes")
 
     def __init__(self, byteorder: str = "big") -> None:
         self.layout = layout_for(byteorder)
@@ -121,7 +122,10 @@ class TrailEncoder:
         self._head = self.layout.head.pack
         # T token head and TRANID head together
         self._t_head = struct.Struct(("<" if byteorder == "little" else ">") + "BBHBBH").pack
-        self._tails: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # see ``tail``
+        # the T token's heads by the lengths of TRANID and VAMSEQID, made by ``tail`` once the
+        # lengths are checked
+        self.tail_heads: dict[tuple[int, int], tuple[bytes, bytes]] = {}
+        self.wholes: dict[int, tuple[Table, Callable, tuple[int, ...], bool]] = {}
 
     def _frame(self, table: Table) -> _Frame:
         hit = self._frames.get(id(table))
@@ -130,9 +134,12 @@ class TrailEncoder:
             self._frames[id(table)] = hit
         return hit[1]
 
-    def record_function(self, table: Table) -> Callable:
-        """The table's generated whole-record function (``record_function``), built once."""
-        return self._frame(table).record
+    def whole(self, table: Table) -> tuple[Table, Callable, tuple[int, ...], bool]:
+        """(table, its generated whole-record function (``record_function``), key indexes,
+        has declared keys), kept in ``wholes`` by the table's id for the compiled path."""
+        hit = self.wholes[id(table)] = (table, self._frame(table).record, table.key_indexes,
+                                        table.has_declared_keys)
+        return hit
 
     def table(self, table: Table) -> TableEncoder:
         """The table's encoder, built once (keyed by identity: tables are built once)."""
@@ -168,14 +175,14 @@ class TrailEncoder:
         """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
         # the heads depend on the two lengths alone: made once per pair
-        heads = self._tails.get((len(tb), len(sb)))
+        heads = self.tail_heads.get((len(tb), len(sb)))
         if heads is None:
             if len(sb) + len(tb) > MAX_RECORD - 64:
                 raise MessageError(f"seqid and transaction id of {len(sb) + len(tb)} bytes are "
                                    "too long for the trail's tokens")
-            if len(self._tails) >= 4096:
-                self._tails.clear()
-            heads = self._tails[len(tb), len(sb)] = (
+            if len(self.tail_heads) >= 4096:
+                self.tail_heads.clear()
+            heads = self.tail_heads[len(tb), len(sb)] = (
                 self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)),
                 self._head(TOKEN_VAMSEQID, 0, len(sb)))
         return b"".join((heads[0], tb, heads[1], sb, u))
@@ -199,7 +206,7 @@ class TrailEncoder:
             txid, seqid = tx.txid, rec.seqid
             # no user tokens, and T token heads made before for these lengths (``tail``)
             if (tx.txname is None and tx.txowner is None and type(txid) is str
-                    and type(seqid) is str and (heads := self._tails.get(
+                    and type(seqid) is str and (heads := self.tail_heads.get(
                         (len(tb := txid.encode()), len(sb := seqid.encode())))) is not None):
                 tail = b"".join((heads[0], tb, heads[1], sb))
             else:

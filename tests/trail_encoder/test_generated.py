@@ -60,7 +60,7 @@ def general_only(enc: TrailEncoder, tables: list[Table]) -> TrailEncoder:
         fr = enc._frame(t)
         fr.record = _none
         fr.table._fast = _none
-    enc._tails = _Forgetful()
+    enc.tail_heads = _Forgetful()
     return enc
 
 
