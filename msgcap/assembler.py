@@ -240,8 +240,9 @@ class _OpenTx:
 RecordBuilder = Callable[[Op, str], list[TrailRecord]]
 """``(op, seqid) → records``: how the assembler turns an accepted operation into trail records.
 
-``ImageRecords`` (the image rules) by default; the Spark batch injects others (records built in
-an earlier pass, or none at all when only the transaction boundaries matter). It raises
+``ImageRecords`` (the image rules) by default; the Spark batch injects others (the image rules'
+records noted for ``--format`` rows, or none at all when only the transaction boundaries
+matter). It raises
 MessageError for an operation that cannot be written; the message is then rejected.
 """
 
