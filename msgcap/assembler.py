@@ -259,6 +259,7 @@ class Assembler:
         self.records: RecordBuilder = records or ImageRecords(self.rules)
         # the image rules the compiled path applies (None: another builder, no compiled path)
         self._images = self.records if type(self.records) is ImageRecords else None
+        self._update_iotype = IOTYPE_FIELDCOMP if self.rules.compress_updates else IOTYPE_UPDATE
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
         self._txid = _counter(restart.last_txid, None)
@@ -379,18 +380,29 @@ class Assembler:
         single``) that the table's generated record function encodes. None for any other
         (nothing changed): ``add`` takes it, which gives the same bytes or the error.
 
-        The message of one insert, the most common, runs inline: its image, key test and
-        T token without a call.
+        The message of one insert, update without before values or delete, the most common,
+        runs inline: its image, key test and T token without a call (``ImageRecords.single``
+        and ``_update_values`` give the same records).
         """
         if self._open is not None or self._images is None:
             return None
         if len(ops) != 1:
             return self._encode_ops(ops, encoder, txnum)
         op = ops[0]
-        image = op.after
-        if (op.optype != INSERT or image is None or op.txind is not None
-                or op.txname is not None or op.txowner is not None):
+        optype = op.optype
+        if op.txind is not None or op.txname is not None or op.txowner is not None:
             return self._encode_ops(ops, encoder, txnum)
+        if optype == INSERT:
+            image, iotype, before_after = op.after, IOTYPE_INSERT, "A"
+        elif optype == UPDATE and op.before is None:  # every present column changed
+            image, iotype, before_after = op.after, self._update_iotype, "A"
+        elif optype == DELETE:
+            image, iotype, before_after = (
+                op.before if op.before is not None else op.after), IOTYPE_DELETE, "B"
+        else:
+            return self._encode_ops(ops, encoder, txnum)
+        if image is None:
+            return None
         table = op.table
         hit = encoder.wholes.get(id(table))
         if hit is None or hit[0] is not table:
@@ -399,6 +411,8 @@ class Assembler:
             for i in hit[2]:
                 if image[i] is MISSING:
                     return None
+        if iotype == IOTYPE_DELETE and self.rules.compress_deletes:
+            image = _only(image, hit[2])
         seqid, ordinal, last = op.seqid, op.ordinal, self._last
         seq = self._seq
         if seqid is None:
@@ -419,7 +433,7 @@ class Assembler:
                     encoder.tail(tb, seqid, b""))
         except (AttributeError, MessageError):  # not text, or too long: the general path
             return None
-        data = hit[1](image, IOTYPE_INSERT, "A", op.timestamp, ordinal, tail,
+        data = hit[1](image, iotype, before_after, op.timestamp, ordinal, tail,
                       txnum & 0xFFFFFFFF, TRANSIND_WHOLE)
         if data is None:
             return None

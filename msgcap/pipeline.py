@@ -296,12 +296,23 @@ class Pipeline:
         stats = self.stats
         it = iter(messages)
         while chunk := list(islice(it, batch)):  # as ``parse_ahead``
+            raw_ids = [m.id for m in chunk]
+            results = list(map(parse, chunk))
             general = []
-            for message, raw_id, parsed in [(m, m.id, parse(m)) for m in chunk]:
-                stats.messages += 1
-                stats.body_size += len(message.body)
-                if not (parsed.__class__ is list and parsed and whole(parsed)):
-                    general.append((message, counted(message, raw_id, parsed)))
+            # the batch is counted at once; an error takes back the messages after its own
+            stats.messages += len(chunk)
+            stats.body_size += sum(map(len, [m.body for m in chunk]))
+            k = 0
+            try:
+                for k, parsed in enumerate(results):
+                    if not (parsed.__class__ is list and parsed and whole(parsed)):
+                        message = chunk[k]
+                        general.append((message, counted(message, raw_ids[k], parsed)))
+            except BaseException:
+                after = chunk[k + 1:]
+                stats.messages -= len(after)
+                stats.body_size -= sum(map(len, [m.body for m in after]))
+                raise
             yield general
 
     def parse_ahead(self, messages: Iterable[Message], batch: int = AHEAD) -> Iterator[Parsed]:
