@@ -381,6 +381,11 @@ class Pipeline:
         self._count(done, position)
         return Processed([(done.messages, position)], False, False, None)
 
+    def write_whole(self, ops: list[Op]) -> bool:
+        """The compiled path alone, for a message whose ``ops`` are known (the Spark batch's
+        pass 2); False: nothing done (``complete`` takes the message). The caller counts it."""
+        return self._whole(ops)
+
     def _whole(self, ops: list[Op]) -> bool:
         """Write the one transaction of a message's ``ops`` by the compiled path, counted;
         False (nothing done) for a message it does not take."""

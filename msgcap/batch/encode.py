@@ -293,7 +293,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
                         discard=discards)
     pipeline.compiled = noted is None  # rows are made from the records
-    complete = pipeline.complete
+    complete, whole = pipeline.complete, pipeline.write_whole
     stats = pipeline.stats
     stats.body_size = summary.body_size
     tables = job.tables()
@@ -308,6 +308,12 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
         for index, kind in enumerate(sk.kinds):
             if stop is not None and index > stop:
                 break
+            ops = ([rebuilt(tables[shape[0]], shape, values)
+                    for shape, values in zip(shapes[index], kept[index], strict=True)]
+                   if kind != BAD and kind != FATAL else [])
+            if ops and index != width_at and whole(ops):  # the compiled path (not with rows)
+                stats.messages += 1
+                continue
             number = numbers[index]
             name = message_name(file, number, first_line)
             if index == width_at:
@@ -324,8 +330,6 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                     reason, source=resolve(source, first_line) if source else name,
                     position=position), "")
                 continue
-            ops = [rebuilt(tables[shape[0]], shape, values)
-                   for shape, values in zip(shapes[index], kept[index], strict=True)]
             if noted is not None:
                 noted.where = (file.name, first_line + number if number >= 0 else 1)
                 noted.current = ({id(op): body for op, body in zip(ops, bodies_of[index],
