@@ -54,6 +54,9 @@ class WholeWriter(Writer, Protocol):
     def append_whole(self, data: bytes, last_seqid: str, last_audit_pos: int,
                      last_txid: str) -> Position: ...
 
+    def append_wholes(self, wholes: list[tuple[bytes, str, int, str]]
+                      ) -> tuple[Position, list[str]]: ...
+
 
 # Messages ``Pipeline.process_many`` parses ahead: enough for each stage's code to stay hot, few
 # enough for their parsed values to stay in the CPU caches until they are written (a batch of
@@ -291,8 +294,12 @@ class Pipeline:
                 ) -> Iterator[list[tuple[Message, Processed]]]:
         """``process_many`` for a caller that acknowledges nothing (replay), a batch at a time:
         for each batch, the messages the compiled path did not write with their ``Processed``
-        (those the general path took: duplicates, discards, spans …)."""
-        whole, counted, parse = self._whole, self._counted, self._parse
+        (those the general path took: duplicates, discards, spans …).
+
+        The transactions the compiled path encodes in a row go to the writer together
+        (``TrailWriter.append_wholes``), before any message of the general path.
+        """
+        counted, parse, encode = self._counted, self._parse, self.assembler.encode_whole
         stats = self.stats
         it = iter(messages)
         while chunk := list(islice(it, batch)):  # as ``parse_ahead``
@@ -302,12 +309,25 @@ class Pipeline:
             # the batch is counted at once; an error takes back the messages after its own
             stats.messages += len(chunk)
             stats.body_size += sum(map(len, [m.body for m in chunk]))
+            writer = self._trail
+            wholes: list[tuple[bytes, str, int, str]] = []
+            taken: list[list[Op]] = []
             k = 0
             try:
                 for k, parsed in enumerate(results):
-                    if not (parsed.__class__ is list and parsed and whole(parsed)):
-                        message = chunk[k]
-                        general.append((message, counted(message, raw_ids[k], parsed)))
+                    if writer is not None and parsed.__class__ is list and parsed:
+                        done = encode(parsed, writer.encoder, writer.txnum + 1 + len(wholes))
+                        if done is not None:
+                            wholes.append(done)
+                            taken.append(parsed)
+                            continue
+                    if wholes:
+                        self._write_wholes(wholes, taken)
+                        wholes, taken = [], []
+                    message = chunk[k]
+                    general.append((message, counted(message, raw_ids[k], parsed)))
+                if wholes:
+                    self._write_wholes(wholes, taken)
             except BaseException:
                 after = chunk[k + 1:]
                 stats.messages -= len(after)
@@ -396,20 +416,26 @@ class Pipeline:
         if done is None:
             return False
         position = writer.append_whole(done[0], done[1], done[2], done[3])
-        stats = self.stats
-        stats.transactions += 1
-        counts = stats.operations
+        self._count_ops(ops)
+        self._written(position, ops[-1].timestamp)
+        return True
+
+    def _count_ops(self, ops: list[Op]) -> None:
+        """Count the operations of a transaction the compiled path wrote."""
+        counts = self.stats.operations
         for op in ops:
             key = (op.table.name, op.optype)
             counts[key] = counts.get(key, 0) + 1
-        stats.last_position = position
-        stats.last_commit_us = ops[-1].timestamp
-        file = position.file
-        if file:  # (a Spark task's sink has no file)
-            files = stats.trail_files
-            if not files or files[-1] != file:
-                files.append(file)
-        return True
+
+    def _write_wholes(self, wholes: list[tuple[bytes, str, int, str]],
+                      taken: list[list[Op]]) -> None:
+        """Append the transactions the compiled path encoded for the messages of ``taken``
+        (``consume``), counted as ``_whole`` counts one."""
+        assert self._trail is not None  # (they were encoded for it)
+        position, files = self._trail.append_wholes(wholes)
+        for ops in taken:
+            self._count_ops(ops)
+        self._written(position, taken[-1][-1].timestamp, len(wholes), files)
 
     def refuse(self, message: Message, error: MessageError) -> Processed:
         """A message its source could not read (a malformed spool file): counted, then handled
@@ -453,19 +479,25 @@ class Pipeline:
         self.stats.durable_transactions = self.stats.transactions
 
     def _count(self, done: Assembled, position: Position) -> None:
-        stats = self.stats
-        stats.transactions += 1
-        counts = stats.operations
+        counts = self.stats.operations
         done_ops = done.ops
         for key in done_ops:
             counts[key] = counts.get(key, 0) + done_ops[key]
+        self._written(position, done.tx.records[-1].io_time)
+
+    def _written(self, position: Position, commit_us: int, transactions: int = 1,
+                 files: list[str] | None = None) -> None:
+        """``transactions`` more written (their operations counted by the caller), the last
+        ending at ``position``, committed at ``commit_us``, in ``files`` (default: the
+        position's)."""
+        stats = self.stats
+        stats.transactions += transactions
         stats.last_position = position
-        stats.last_commit_us = done.tx.records[-1].io_time
-        file = position.file
-        if file:
-            files = stats.trail_files
-            if not files or files[-1] != file:
-                files.append(file)
+        stats.last_commit_us = commit_us
+        trail_files = stats.trail_files
+        for file in (position.file,) if files is None else files:
+            if file and (not trail_files or trail_files[-1] != file):
+                trail_files.append(file)
 
     def reject(self, message: Message, error: MessageError, raw_id: str,
                result: Processed | None = None) -> Processed:

@@ -208,6 +208,10 @@ def compile_row(converters: Sequence[Converter], skip: int = 0, *, table: str
                       f" <= {safe + scale + 1} and (u := {t}.replace('.', '', 1))"
                       f".isdigit() and u.isascii() else int({t}) * {factor} if len({t}) <= "
                       f"{safe} and {t}.isdigit() and {t}.isascii()")
+            if scale > 1:  # w.f with one fraction digit (12.5 of a NUMBER(p,2)), the same way
+                digits += (f" else int(u) * {10 ** (scale - 1)} if {t}[-2:-1] == '.' and 2 < "
+                           f"len({t}) <= {safe + 2} and (u := {t}.replace('.', '', 1))"
+                           f".isdigit() and u.isascii()")
             items.append(f"None if {t} is None else {digits} else {c}({t})")
         elif tag == "cached":
             space[f"g{i}"] = kind[1]

@@ -54,7 +54,10 @@ _NAMES_KEPT = 4096  # column names remembered per table (a message may write any
 
 # Getters take the node a rule instance matched and the message's _State.
 _TextGetter = Callable[[Any, "_State"], "str | None"]
-_BoolGetter = Callable[[Any, "_State"], bool]
+# Column rules read the node alone (XPath and constants): their getters take the node and the
+# document, one call less per value than a getter of the state.
+_NodeText = Callable[[Any, Doc], "str | None"]
+_NodeTest = Callable[[Any, Doc], bool]
 
 
 class _State:
@@ -131,14 +134,24 @@ class _Compiler:
                 raise _error(exc.reason, rule, attr, expr) from None
         return header
 
-    def boolean(self, rule: Rule, attr: str, expr: Expr | None) -> _BoolGetter | None:
+    def node_text(self, rule: Rule, attr: str, expr: Expr) -> _NodeText:
+        """A getter ``(node, document) -> text | None`` of an XPath or a constant."""
+        if isinstance(expr, Const):
+            text = expr.text
+            return lambda node, doc: text
+        if not isinstance(expr, XPath):
+            raise _prop_error(f"{describe(expr)} is not accepted here; expected an XPath "
+                              'expression or "value"', rule, attr)
+        return self.xpath(rule, attr, expr).text_getter
+
+    def boolean(self, rule: Rule, attr: str, expr: Expr | None) -> _NodeTest | None:
+        """A test ``(node, document) -> bool`` of an XPath (None: not configured)."""
         if expr is None:
             return None
         if not isinstance(expr, XPath):
             raise _prop_error(f"{describe(expr)} is not accepted here; expected an XPath "
                               "expression", rule, attr)
-        test = self.xpath(rule, attr, expr).boolean_getter
-        return lambda node, st: test(node, st.doc)
+        return self.xpath(rule, attr, expr).boolean_getter
 
     def timestamp(self, rule: Rule, expr: Expr) -> Callable[[Any, _State], int]:
         """A getter ``(node, state) -> µs since the epoch`` for ``<rule>.timestamp``."""
@@ -266,10 +279,10 @@ def _inherit(items: _TxItems, node: Any, st: _State, parent: _Inherited | None) 
 class _Image:
     """How a column rule computes one image: value, isnull, ismissing (None: not configured)."""
 
-    value: _TextGetter | None
+    value: _NodeText | None
     value_attr: str
-    isnull: _BoolGetter | None
-    ismissing: _BoolGetter | None
+    isnull: _NodeTest | None
+    ismissing: _NodeTest | None
     absent: Any  # what "no node" means: NULL for value/after.value, MISSING for before.value
 
 
@@ -277,9 +290,9 @@ class _Image:
 class _ColRule:
     rule: Rule
     match: CompiledXPath | None
-    name: _TextGetter | None
+    name: _NodeText | None
     name_const: str | None
-    index: _TextGetter | None
+    index: _NodeText | None
     index_const: int | None
     before: _Image
     after: _Image
@@ -447,10 +460,7 @@ class XmlParser(ParserBase[XmlPlan]):
                   absent: Any) -> _Image:
             attr = f"{side}.value" if value is not None else "value"
             value = value if value is not None else rule.value
-            if value is not None and not isinstance(value, XPath | Const):
-                raise _prop_error(f"{describe(value)} is not accepted here; expected an XPath "
-                                  'expression or "value"', rule, attr)
-            getter = c.text(rule, attr, value, required=False) if value is not None else None
+            getter = c.node_text(rule, attr, value) if value is not None else None
             return _Image(
                 getter, attr,
                 c.boolean(rule, f"{side}.isnull" if isnull else "isnull", isnull or rule.isnull),
@@ -468,11 +478,11 @@ class XmlParser(ParserBase[XmlPlan]):
         return _ColRule(rule, self._match(rule), name, name_const, index, index_const,
                         before, after, has_before, delete)
 
-    def _name_or_index(self, rule: Rule, attr: str, expr: Expr) -> _TextGetter:
+    def _name_or_index(self, rule: Rule, attr: str, expr: Expr) -> _NodeText:
         if not isinstance(expr, XPath):
             raise _prop_error(f"{describe(expr)} is not accepted here; expected an XPath "
                               'expression or "value"', rule, attr)
-        return self._compiler.text(rule, attr, expr, required=False)
+        return self._compiler.node_text(rule, attr, expr)
 
     # -- per message ------------------------------------------------------------------------------
 
@@ -544,21 +554,25 @@ class XmlParser(ParserBase[XmlPlan]):
         before = [MISSING] * n
         after = [MISSING] * n
         seen = [False] * n
+        doc = st.doc
+        names = self._names.get(table.name)
+        if names is None or len(names) >= _NAMES_KEPT:
+            names = self._names[table.name] = {}
         for col in r.cols:
-            nodes = col.match.nodes(node, st.doc) if col.match is not None else (node,)
+            nodes = col.match.nodes(node, doc) if col.match is not None else (node,)
             for cnode in nodes:
-                i = self._column_index(col, cnode, st, table)
+                i = self._column_index(col, cnode, doc, table, names)
                 if seen[i]:
                     raise _error(f"column {table.columns[i].name} of {table.name} is set twice "
                                  "in one operation", col.rule, "match", col.rule.match)
                 seen[i] = True
                 convert = converters[i]
                 if optype == DELETE:
-                    before[i] = _value(col, col.delete, cnode, st, convert, table, i)
+                    before[i] = _value(col, col.delete, cnode, doc, convert, table, i)
                     continue
-                after[i] = _value(col, col.after, cnode, st, convert, table, i)
+                after[i] = _value(col, col.after, cnode, doc, convert, table, i)
                 if optype == UPDATE and col.has_before:
-                    before[i] = _value(col, col.before, cnode, st, convert, table, i)
+                    before[i] = _value(col, col.before, cnode, doc, convert, table, i)
         if optype == DELETE:
             images: tuple[list[Any] | None, list[Any] | None] = (before, None)
         elif optype == UPDATE and any(v is not MISSING for v in before):
@@ -577,17 +591,18 @@ class XmlParser(ParserBase[XmlPlan]):
             st.derived.add(id(op))
         return op
 
-    def _column_index(self, col: _ColRule, node: Any, st: _State, table: Table) -> int:
+    def _column_index(self, col: _ColRule, node: Any, doc: Doc, table: Table,
+                      names: dict[str, int | None]) -> int:
         """The column an instance sets: by name, by index, or both (which must agree).
 
         An expression that selects nothing leaves the other one to decide; both empty is an
-        error.
+        error. ``names``: the table's column names seen so far, by index (``self._names``).
         """
         rule = col.rule
-        name = col.name_const if col.name is None else col.name(node, st)
+        name = col.name_const if col.name is None else col.name(node, doc)
         given = col.index_const
         if col.index is not None:
-            text = col.index(node, st)
+            text = col.index(node, doc)
             if text is not None:
                 try:
                     given = int(text.strip())
@@ -600,9 +615,6 @@ class XmlParser(ParserBase[XmlPlan]):
                          rule.column_name or rule.index)
         index = None
         if name is not None:
-            names = self._names.get(table.name)
-            if names is None or len(names) >= _NAMES_KEPT:
-                names = self._names[table.name] = {}
             index = names.get(name, -1)
             if index == -1:
                 index = names[name] = table.column_index(name)
@@ -621,16 +633,16 @@ class XmlParser(ParserBase[XmlPlan]):
         return index
 
 
-def _value(col: _ColRule, image: _Image, node: Any, st: _State, convert: Converter,
+def _value(col: _ColRule, image: _Image, node: Any, doc: Doc, convert: Converter,
            table: Table, i: int) -> Any:
     """One image value of a column: MISSING, None (NULL) or the converted value."""
-    if image.ismissing is not None and image.ismissing(node, st):
+    if image.ismissing is not None and image.ismissing(node, doc):
         return MISSING
-    if image.isnull is not None and image.isnull(node, st):
+    if image.isnull is not None and image.isnull(node, doc):
         return None
     if image.value is None:
         return MISSING
-    text = image.value(node, st)
+    text = image.value(node, doc)
     if text is None:
         return image.absent
     try:

@@ -176,6 +176,14 @@ class Sink:
         self.last = (last_seqid, last_audit_pos, last_txid)
         return Position(0, self.size, "")
 
+    def append_wholes(self, wholes: list[tuple[bytes, str, int, str]]
+                      ) -> tuple[Position, list[str]]:
+        """``TrailWriter.append_wholes``: ``append_whole`` of each (no trail files here)."""
+        position = Position(0, self.size, "")
+        for whole in wholes:
+            position = self.append_whole(*whole)
+        return position, []
+
     def tail(self, asm: Assembler) -> str | None:
         """Frame the records of the transaction still open; its error text when it fails."""
         records = asm.open_records

@@ -366,6 +366,36 @@ class TrailWriter:
             return self.flush_durable()
         return _new_tuple(Position, (self._seqno, self._size, self._file))
 
+    def append_wholes(self, wholes: list[tuple[bytes, str, int, str]]
+                      ) -> tuple[Position, list[str]]:
+        """``append_whole`` of each of ``wholes`` (its data and the mark after it), numbered
+        from ``txnum + 1`` in order: the position after the last and the files they went to.
+
+        When they fit the current file and ``trail.sync`` is not ``transaction``, as one
+        append: buffered, and ``write()`` once the buffer holds a megabyte.
+        """
+        total = 0
+        for whole in wholes:
+            total += len(whole[0])
+        if (self._fd is None or self._broken or self._open_tx or self._roll_first
+                or self.sync == "transaction" or self._size + total > self.limit):
+            files: list[str] = []
+            for data, seqid, pos, txid in wholes:
+                position = self.append_whole(data, seqid, pos, txid)
+                if not files or files[-1] != position.file:
+                    files.append(position.file)
+            return position, files
+        buf = self._buf
+        for whole in wholes:
+            buf.append(whole[0])
+        self._buflen += total
+        self._size += total
+        self.txnum += len(wholes)
+        _, self.last_seqid, self.last_audit_pos, self.last_txid = wholes[-1]
+        if self._buflen >= _WRITE_BUFFER:
+            self.flush()
+        return _new_tuple(Position, (self._seqno, self._size, self._file)), [self._file]
+
     def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position:
         """Append a part of a transaction too large to hold in memory.
 

@@ -416,3 +416,22 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress, spoole
     assert rows == appender.stats.total_operations
     if spooled:  # the trail bytes' files are removed once appended
         assert sorted(n.split("-")[0] for n in os.listdir(job.spool)) == ["parse"] * len(parsed)
+
+
+def test_sink_appends_wholes_as_one_by_one():
+    """A task's sink takes a row of compiled transactions (``append_wholes``, the pipeline's
+    ``WholeWriter``) as it takes them one by one: bytes, ends, numbers and mark."""
+    from msgcap.assembler import AssemblerState
+    from msgcap.batch.encode import Sink
+    from msgcap.batch.plan import Plan
+    from msgcap.trail.encoder import TrailEncoder
+
+    wholes = [(b"first", "01", 0, "7"), (b"second!", "02", 1, "8")]
+    sinks = [Sink(TrailEncoder(), Plan((0, 0), AssemblerState(), 5, None, 1), None)
+             for _ in range(2)]
+    position, files = sinks[0].append_wholes(wholes)
+    for whole in wholes:
+        sinks[1].append_whole(*whole)
+    assert (position.rba, files) == (12, [])
+    assert [(s.chunks, list(s.ends), s.txnum, s.last) for s in sinks] == [
+        ([b"first", b"second!"], [5, 12], 7, ("02", 1, "8"))] * 2

@@ -17,6 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,8 @@ def replay(work: Path, props: str, messages: list[Spec], compiled: bool
                                 env={})
     definitions = build_definitions(config)
     trail = config.trail
-    writer = TrailWriter(trail.path, byteorder=trail.byteorder, sync="none")
+    writer = TrailWriter(trail.path, byteorder=trail.byteorder, megabytes=trail.megabytes,
+                         sync=trail.sync)
     pipeline = build_pipeline(config, writer, writer.open(), definitions=definitions,
                               parser=build_parser(config, definitions))
     assert pipeline.compiled  # (the trail writer's pipeline takes it by default)
@@ -477,3 +479,18 @@ def test_compiled_path_without_a_writer_gives_the_replay_bytes(tmp_path):
     assert path.txnum == 4 and path.last == ("004", 0, "4")
     again = Message("004", {}, "I" + row)  # already in the trail: the general path skips it
     assert path.encode(again) is None and path.txnum == 4
+
+
+@pytest.mark.parametrize("trail_props", ["trail.megabytes=1\ntrail.sync=none\n",
+                                         "trail.sync=transaction\n"])
+def test_roll_over_and_sync_per_transaction(trail_props):
+    """Transactions the compiled path encodes in a row go to the writer together: across a
+    roll-over to the next file, and fsynced one by one with ``trail.sync=transaction``, they
+    are the general path's records, files and summary."""
+    count = 8000 if "megabytes" in trail_props else 40  # about 170 bytes a transaction
+    row = ",S.ALL,2024-03-01 10:15:30,{},ABCD,nnnnnnnn,1.5,3,7,01/03/2024,NULL,NULL"
+    messages = [(f"m{n}", {"SEQNO": f"{n + 1:06d}"}, "I" + row.format(n)) for n in range(count)]
+    records, summary, error, _ = same_either_way(delim_props("abend", "plain") + trail_props,
+                                                 messages, **{"all.def": DELIM_DEFS})
+    assert error is None and f"transactions {count}" in summary
+    assert len(records) == (2 if "megabytes" in trail_props else 1)
