@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -67,8 +69,9 @@ def connect(url: str, listener=None, heartbeats=(0, 0)):
     return conn
 
 
-def fill(url: str, dest: str, n: int) -> float:
-    """Queue n persistent messages; returns seconds (the last one with a receipt)."""
+def fill(url: str, dest: str, n: int, make_body: Callable[[int], str] = body) -> float:
+    """Queue n persistent messages (``make_body(i)``, i from 1); returns seconds (the last one
+    with a receipt)."""
     import threading
 
     done = threading.Event()
@@ -83,7 +86,7 @@ def fill(url: str, dest: str, n: int) -> float:
         headers = {"persistent": "true"}
         if i == n:
             headers["receipt"] = "last"
-        conn.send(dest, body(i).encode(), headers=headers)
+        conn.send(dest, make_body(i).encode(), headers=headers)
     done.wait(600)
     elapsed = time.monotonic() - started
     conn.disconnect()
@@ -143,6 +146,13 @@ def capture(url: str, dest: str, n: int, prefetch: int, ack_batch: int,
              "trail.sync=batch\n")
     text += "error.policy=abend\n"
     prop.write_text(text)
+    return run_capture(prop, home, n, "SALES")
+
+
+def run_capture(prop: Path, home: Path, n: int, extract: str) -> tuple[float, float]:
+    """``msgcap run --max-idle 2`` of ``prop`` in ``home`` (``trail.extract`` ``extract``) until
+    the queue is drained, n messages expected; returns (messages/s from the connection to the
+    last durable checkpoint, peak RSS MB)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "msgcap.cli", "run", "--prop", str(prop),
                              "--max-idle", "2"], cwd=home, env=env,
@@ -150,10 +160,10 @@ def capture(url: str, dest: str, n: int, prefetch: int, ack_batch: int,
     peak_mb = _wait_peak_rss_mb(proc)
     if proc.returncode != 0:
         raise SystemExit(f"msgcap run failed: {proc.stderr.read()}")
-    cp = json.loads((home / "dirchk" / "SALES.cpj").read_text())
+    cp = json.loads((home / "dirchk" / f"{extract}.cpj").read_text())
     if cp["messages"] != n:
         raise SystemExit(f"capture saw {cp['messages']} messages, expected {n}")
-    log = (home / "dirrpt" / "SALES.log").read_text().splitlines()
+    log = (home / "dirrpt" / f"{extract}.log").read_text().splitlines()
     connected = next(ln for ln in log if "connected to" in ln)
     start = _utc(connected[:23].replace(" ", "T") + "Z")
     return n / (_utc(cp["time"]) - start), peak_mb
@@ -182,6 +192,24 @@ def measure(url: str, n: int, prefetch: int, ack_batch: int,
     return bare, rate, rss, idle
 
 
+@contextmanager
+def broker(kind: str, work: Path, url: str | None = None) -> Iterator[str]:
+    """The STOMP URL of a private ``kind`` broker (``scripts/<kind>.sh``, a free loopback port,
+    its files under ``work``) for the block, stopped afterwards; ``url``: a running one."""
+    if url is not None:
+        yield url
+        return
+    script = REPO / "scripts" / f"{kind}.sh"
+    port = free_port()
+    env = dict(os.environ, MSGCAP_BROKER_DIR=str(work / kind), MSGCAP_STOMP_PORT=str(port),
+               MSGCAP_BROKER_OWNER=str(os.getpid()))
+    subprocess.run(["bash", str(script), "start"], env=env, check=True)
+    try:
+        yield f"stomp://127.0.0.1:{port}"
+    finally:
+        subprocess.run(["bash", str(script), "stop"], env=env, check=False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=int, default=200_000)
@@ -198,22 +226,10 @@ def main() -> None:
     figures = []
     try:
         for kind in kinds:
-            script = REPO / "scripts" / f"{kind}.sh"
-            broker_env = None
-            url = args.url
-            if url is None:
-                port = free_port()
-                broker_env = dict(os.environ, MSGCAP_BROKER_DIR=str(work / kind),
-                                  MSGCAP_STOMP_PORT=str(port), MSGCAP_BROKER_OWNER=str(os.getpid()))
-                subprocess.run(["bash", str(script), "start"], env=broker_env, check=True)
-                url = f"stomp://127.0.0.1:{port}"
-            print(f"{kind} ({url}):")
-            try:
+            with broker(kind, work, args.url) as url:
+                print(f"{kind} ({url}):")
                 figures.append((kind, *measure(url, args.messages, args.prefetch,
                                                args.ack_batch, work / f"home-{kind}")))
-            finally:
-                if broker_env is not None:
-                    subprocess.run(["bash", str(script), "stop"], env=broker_env, check=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for kind, bare, rate, rss, idle in figures:

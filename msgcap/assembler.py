@@ -240,8 +240,9 @@ class _OpenTx:
 RecordBuilder = Callable[[Op, str], list[TrailRecord]]
 """``(op, seqid) → records``: how the assembler turns an accepted operation into trail records.
 
-``ImageRecords`` (the image rules) by default; the Spark batch injects others (records built in
-an earlier pass, or none at all when only the transaction boundaries matter). It raises
+``ImageRecords`` (the image rules) by default; the Spark batch injects others (the image rules'
+records noted for ``--format`` rows, or none at all when only the transaction boundaries
+matter). It raises
 MessageError for an operation that cannot be written; the message is then rejected.
 """
 
@@ -550,40 +551,6 @@ class Assembler:
             seq += 1
             seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
         return txid, txnum, seqid, seq
-
-    def next_single(self, op: Op) -> tuple[str, str]:
-        """The txid and seqid ``add_single`` gives ``op``, and the state after it, for an
-        operation known to be accepted that way (an earlier run of this state machine over the
-        same operations said so, the Spark batch's trial): nothing is checked or built."""
-        txid = op.txid
-        if txid is None:
-            self._txid += 1
-            txid = str(self._txid)
-        seqid = op.seqid
-        if seqid is None:
-            self._seq += 1
-            seqid = str(self._seq).zfill(20)
-        self._last = (seqid, op.ordinal)
-        return txid, seqid
-
-    def single_ids(self, op: Op, count: int) -> tuple[list[str], list[str]]:
-        """The txids and seqids ``next_single`` gives ``count`` operations of ``op``'s shape in
-        a row; the state moves only with ``took_singles``."""
-        txid, seqid = op.txid, op.seqid
-        txids = ([str(n) for n in range(self._txid + 1, self._txid + count + 1)]
-                 if txid is None else [txid] * count)
-        seqids = ([str(n).zfill(20) for n in range(self._seq + 1, self._seq + count + 1)]
-                  if seqid is None else [seqid] * count)
-        return txids, seqids
-
-    def took_singles(self, op: Op, taken: int, last_seqid: str) -> None:
-        """The state after ``next_single`` of the first ``taken`` of ``single_ids``."""
-        if taken:
-            if op.txid is None:
-                self._txid += taken
-            if op.seqid is None:
-                self._seq += taken
-            self._last = (last_seqid, op.ordinal)
 
     def _add(self, message: Message, ops: Sequence[Op]) -> Outcome:
         out = Outcome()

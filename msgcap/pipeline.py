@@ -15,20 +15,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from itertools import islice
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
 from gendef.durable import fsync_parent
 from msgcap import dumps
 from msgcap.assembler import Assembled, Assembler, ImageRules, Outcome, Restart
 from msgcap.msgid import MessageIds
 from msgcap.trail.records import Position, TrailTransaction
-from msgcap.trail.writer import TrailWriter
 from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
 
 if TYPE_CHECKING:
     from gendef.model import Definitions
+    from msgcap.trail.encoder import TrailEncoder
     from msgcap.trail.writer import Recovery
     from props.settings import ErrorPolicy, Settings
 
@@ -41,6 +41,21 @@ class Writer(Protocol):
     def write_transaction(self, tx: TrailTransaction) -> Position: ...
 
     def write_records(self, tx: TrailTransaction, *, first: bool, last: bool) -> Position: ...
+
+
+@runtime_checkable
+class WholeWriter(Writer, Protocol):
+    """A writer the compiled path writes into: ``TrailWriter``, and the Spark batch's tasks,
+    which frame in a buffer (``msgcap.batch.encode.Sink``)."""
+
+    encoder: TrailEncoder
+    txnum: int
+
+    def append_whole(self, data: bytes, last_seqid: str, last_audit_pos: int,
+                     last_txid: str) -> Position: ...
+
+    def append_wholes(self, wholes: list[tuple[bytes, str, int, str]]
+                      ) -> tuple[Position, list[str]]: ...
 
 
 # Messages ``Pipeline.process_many`` parses ahead: enough for each stage's code to stay hot, few
@@ -249,19 +264,19 @@ class Pipeline:
         self.discard = discard
         self.stats = stats or Stats()
         self.stream_at: int | None = None
-        self._trail: TrailWriter | None = None  # the writer of the compiled path
+        self._trail: WholeWriter | None = None  # the writer of the compiled path
         self.compiled = True
 
     @property
     def compiled(self) -> bool:
         """Whether the compiled path (``Assembler.encode_whole``) writes the common message:
-        by default when the writer is a trail writer; False: every message takes the general
-        path (tests compare the two)."""
+        by default when the writer takes its bytes (``WholeWriter``: a trail writer, a Spark
+        task's sink); False: every message takes the general path (tests compare the two)."""
         return self._trail is not None
 
     @compiled.setter
     def compiled(self, on: bool) -> None:
-        self._trail = self.writer if on and isinstance(self.writer, TrailWriter) else None
+        self._trail = self.writer if on and isinstance(self.writer, WholeWriter) else None
 
     def process(self, message: Message) -> Processed:
         """One message through the pipeline; see ``Processed``."""
@@ -382,6 +397,11 @@ class Pipeline:
             return self.reject(message, exc.located(message.name), raw_id, Processed())
         self._count(done, position)
         return Processed([(done.messages, position)], False, False, None)
+
+    def write_whole(self, ops: list[Op]) -> bool:
+        """The compiled path alone, for a message whose ``ops`` are known (the Spark batch's
+        pass 2); False: nothing done (``complete`` takes the message). The caller counts it."""
+        return self._whole(ops)
 
     def _whole(self, ops: list[Op]) -> bool:
         """Write the one transaction of a message's ``ops`` by the compiled path, counted;

@@ -1,11 +1,13 @@
 """Pass 2, in the tasks: a planned segment's transactions, framed into trail bytes.
 
-Nothing is parsed again: the operations come back from pass 1's skeleton, their records (columns
-already encoded) from its payload, and run through the real ``Pipeline`` from the plan's state
-into a sink that frames each transaction with ``TrailEncoder`` and transaction numbers from the
-plan. A transaction open at the segment's end is framed as a part (``last=False``); one open at
-its start completes first (``first=False``). The bytes go back to the driver (``Encoded``),
-which appends them in order; ``--format`` rows come from a second run of the same code.
+Nothing is parsed again: the operations come back from pass 1's skeleton and payload, and run
+through the real ``Pipeline`` from the plan's state into a sink that keeps the bytes, as replay
+runs them into its trail writer: the common message by the compiled path
+(``Assembler.encode_whole``), the others by the general one (``TrailEncoder``), with transaction
+numbers from the plan. A transaction open at the segment's end is framed as a part
+(``last=False``); one open at its start completes first (``first=False``). The bytes go back to
+the driver (``Encoded``), which appends them in order; ``--format`` rows come from a second run
+of the same code (the general path: rows are made from the records).
 """
 
 from __future__ import annotations
@@ -16,20 +18,19 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate, islice
-from typing import Any, TextIO
+from typing import TextIO
 
-from msgcap.assembler import Assembler
+from msgcap.assembler import Assembler, ImageRecords, ImageRules
 from msgcap.batch.inputs import InputFile
 from msgcap.batch.parse import (
     BAD,
     FATAL,
-    ONE,
     Job,
     Parsed,
     Skeleton,
     no_gc,
     read_spooled,
+    rebuilt,
     spool,
 )
 from msgcap.batch.plan import Plan, message_name
@@ -38,7 +39,7 @@ from msgcap.batch.segments import SegmentKey, label, message_of, resolve
 from msgcap.msgid import IdWidthError, MessageIds
 from msgcap.pipeline import DiscardFile, Pipeline, Stats
 from msgcap.trail.encoder import TrailEncoder
-from msgcap.trail.records import TRANSIND_WHOLE, Position, TrailRecord, TrailTransaction
+from msgcap.trail.records import Position, TrailRecord, TrailTransaction
 from msgcap.trail.writer import check_records
 from parsers.model import Message, Op
 from props.errors import MessageError, MsgcapError
@@ -90,27 +91,23 @@ class Encoded:
         return data
 
 
-class Prebuilt:
-    """The record builder of pass 2: each operation's records as pass 1 built them, with the
-    seqid the assembler gives; rows' bodies are noted against each operation's main record."""
+class Noted(ImageRecords):
+    """The record builder of pass 2 with ``--format``: the image rules' records, each
+    operation's row body from pass 1 (``current``, by the operation's identity) noted against
+    its main record, with where its message is."""
 
     __slots__ = ("bodies", "current", "where")
 
-    def __init__(self, bodies: dict[int, tuple[RowBody, str, int]] | None) -> None:
-        self.current: dict[int, tuple[Any, bool, RowBody | None]] = {}
+    def __init__(self, rules: ImageRules, bodies: dict[int, tuple[RowBody, str, int]]) -> None:
+        super().__init__(rules)
         self.bodies = bodies
+        self.current: dict[int, RowBody | None] = {}
         self.where = ("", 0)
 
     def __call__(self, op: Op, seqid: str) -> list[TrailRecord]:
-        entry, failing, body = self.current[id(op)]
-        if failing:
-            raise MessageError(entry[0], position=entry[1])
-        table = op.table
-        out = [TrailRecord(table, iotype, ba, io_time, seqid, audit_pos, None, None,
-                           data if type(data) is bytes
-                           else MessageError(data[0], position=data[1]))
-               for iotype, ba, io_time, audit_pos, data in entry]
-        if self.bodies is not None and body is not None:
+        out = super().__call__(op, seqid)
+        body = self.current.get(id(op))
+        if body is not None:
             self.bodies[id(out[-1])] = (body, *self.where)
         return out
 
@@ -119,7 +116,7 @@ class Sink:
     """The pipeline's writer in a task: frames transactions and keeps where each ends."""
 
     def __init__(self, encoder: TrailEncoder, plan: Plan, bodies: dict | None) -> None:
-        self.encoder = encoder
+        self.encoder = encoder  # with ``txnum`` and ``append_whole``: the compiled path's
         self.txnum = plan.txnum
         self.chunks: list[bytes] = []
         self.size = 0
@@ -168,39 +165,24 @@ class Sink:
         self.last = (rec.seqid, rec.audit_pos, tx.txid)  # the writer's mark
         return Position(0, self.size, "")
 
-    def write_single(self, table: Any, txid: str, seqid: str, txname: str | None,
-                     txowner: str | None, iotype: int, before_after: str, io_time: int,
-                     audit_pos: int, data: Any) -> None:
-        """``write_transaction`` of a transaction of one prebuilt record (not the head), framed
-        without building it (``data``: its encoded columns, or the error encoding raised)."""
-        encoder = self.encoder
-        tb, u = encoder.transaction_tokens(txid, txname, txowner)
-        if type(data) is not bytes:
-            raise MessageError(data[0], position=data[1])
-        out = encoder.frame(table, iotype, before_after, io_time, seqid, audit_pos, data,
-                            encoder.tail(tb, seqid, u), (self.txnum + 1) & 0xFFFFFFFF,
-                            TRANSIND_WHOLE)
+    def append_whole(self, data: bytes, last_seqid: str, last_audit_pos: int,
+                     last_txid: str) -> Position:
+        """``TrailWriter.append_whole``: a whole transaction the compiled path encoded as
+        transaction ``txnum + 1`` (never the head: a transaction is open there)."""
         self.txnum += 1
-        self.chunks.append(out)
-        self.size += len(out)
+        self.chunks.append(data)
+        self.size += len(data)
         self.ends.append(self.size)
-        self.last = (seqid, audit_pos, txid)
+        self.last = (last_seqid, last_audit_pos, last_txid)
+        return Position(0, self.size, "")
 
-    def write_wholes(self, asm: Assembler, op: Op, count: int, records: tuple, at: int) -> int:
-        """``write_single`` of ``count`` messages in a row whose operations are of ``op``'s
-        shape (their records from index ``at`` of ``records``), as far as they frame in the
-        common case; how many did (the next one takes ``write_single``)."""
-        txids, seqids = asm.single_ids(op, count)
-        framed = self.encoder.frame_wholes(op.table, txids, seqids, records, at, self.txnum + 1)
-        done = len(framed)
-        if done:
-            asm.took_singles(op, done, seqids[done - 1])
-            self.chunks.extend(framed)
-            self.ends.extend(islice(accumulate(map(len, framed), initial=self.size), 1, None))
-            self.size = self.ends[-1]
-            self.txnum += done
-            self.last = (seqids[done - 1], records[3][at + done - 1], txids[done - 1])
-        return done
+    def append_wholes(self, wholes: list[tuple[bytes, str, int, str]]
+                      ) -> tuple[Position, list[str]]:
+        """``TrailWriter.append_wholes``: ``append_whole`` of each (no trail files here)."""
+        position = Position(0, self.size, "")
+        for whole in wholes:
+            position = self.append_whole(*whole)
+        return position, []
 
     def tail(self, asm: Assembler) -> str | None:
         """Frame the records of the transaction still open; its error text when it fails."""
@@ -311,74 +293,36 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     file = job.files[summary.key[0]]
     first_line = plan.first_line
     bodies: dict | None = {} if rows else None
-    builder = Prebuilt(bodies)
-    current = builder.current
-    asm = Assembler(job.rules, records=builder)
+    noted = Noted(job.rules, bodies) if bodies is not None else None
+    asm = Assembler(job.rules, records=noted)
     asm.resume(plan.state)
-    next_single = asm.next_single
     sink = Sink(TrailEncoder(job.byteorder), plan, bodies)
     discards = Discards(sk.numbers)
     pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
                         discard=discards)
+    pipeline.compiled = noted is None  # rows are made from the records
+    complete, whole = pipeline.complete, pipeline.write_whole
     stats = pipeline.stats
     stats.body_size = summary.body_size
     tables = job.tables()
     headers: dict[str, str] = {}
-    errors, layouts, records = pl.errors, pl.layouts, pl.records
-    iotypes, before_after, io_times, audit_pos, data = (
-        records.iotypes, records.before_after, records.io_times, records.audit_pos,
-        records.data)
+    errors, kept = pl.errors, pl.ops
     bodies_of = pl.rows
     stop, width_at = plan.stop, plan.width_at
-    # the messages the true run takes as one whole transaction of one record, framed directly
-    singles = pl.singles.get(plan.trial or "", b"") if not rows else b""
-    single_ops: dict[int, Op] = {}  # by id of the shape: its operation, made once
-    kinds, shapes = sk.kinds, sk.shapes
-    columns = (iotypes, before_after, io_times, audit_pos, data)
+    shapes, numbers = sk.shapes, sk.numbers
     error: str | None = None
     fatal = False
-    at = 0  # the first record of the message
-    taken = 0  # the messages before this index were framed in a run (``Sink.write_wholes``)
     try:
-        for index, kind in enumerate(kinds):
-            if index < taken:
-                continue
+        for index, kind in enumerate(sk.kinds):
             if stop is not None and index > stop:
                 break
-            layout = _ONE if kind == ONE else layouts.get(index)
-            if index < len(singles) and singles[index] and layout == _ONE:
-                shape = shapes[index]
-                op = single_ops.get(id(shape))
-                if op is None:
-                    op = single_ops[id(shape)] = _op(tables, shape[0])
-                if kind == ONE and op.txname is None and op.txowner is None:
-                    # the run of such messages from here, framed together
-                    done = sink.write_wholes(asm, op, _run_length(sk, singles, index, stop),
-                                             columns, at)
-                    if done:
-                        at += done
-                        taken = index + done
-                        stats.messages += done
-                        _committed(stats, op, done, io_times[at - 1])
-                        continue
+            ops = ([rebuilt(tables[shape[0]], shape, values)
+                    for shape, values in zip(shapes[index], kept[index], strict=True)]
+                   if kind != BAD and kind != FATAL else [])
+            if ops and index != width_at and whole(ops):  # the compiled path (not with rows)
                 stats.messages += 1
-                txid, seqid = next_single(op)
-                r = at
-                at += 1
-                try:
-                    sink.write_single(op.table, txid, seqid, op.txname, op.txowner,
-                                      iotypes[r], before_after[r], io_times[r], audit_pos[r],
-                                      data[r])
-                except MessageError as exc:  # lost, as when replay's writer refuses it
-                    name = message_name(file, sk.numbers[index], first_line)
-                    discards.index = index
-                    pipeline.reject(Message("", headers, "", None, name),
-                                    exc.located(name), "")
-                    continue
-                _committed(stats, op, 1, io_times[r])
                 continue
-            stats.messages += 1
-            number = sk.numbers[index]
+            number = numbers[index]
             name = message_name(file, number, first_line)
             if index == width_at:
                 assert summary.first_id is not None  # width_at is the first id's message
@@ -388,29 +332,18 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
             discards.index = index
             message = Message("", headers, "", None, name)
             if kind == BAD:
+                stats.messages += 1
                 reason, source, position = errors[index]
                 pipeline.reject(message, MessageError(
                     reason, source=resolve(source, first_line) if source else name,
                     position=position), "")
                 continue
-            assert layout is not None  # every OK message has one
-            builder.where = (file.name, first_line + number if number >= 0 else 1)
-            if current:
-                current.clear()
-            ops = []
-            row_bodies = bodies_of[index] if bodies_of is not None else None
-            for k, shape in enumerate(sk.shapes[index]):
-                op = _op(tables, shape)
-                part = layout[k]
-                if type(part) is int:
-                    entry: tuple = tuple(records.get(r) for r in range(at, at + part))
-                    at += part
-                else:
-                    entry = part
-                current[id(op)] = (entry, type(part) is not int,
-                                   row_bodies[k] if row_bodies is not None else None)
-                ops.append(op)
-            pipeline.accept(message, "", ops)
+            if noted is not None:
+                noted.where = (file.name, first_line + number if number >= 0 else 1)
+                noted.current = ({id(op): body for op, body in zip(ops, bodies_of[index],
+                                                                   strict=True)}
+                                 if bodies_of is not None else {})
+            complete(message, "", ops)
     except MessageError as exc:
         error = str(exc)
     except MsgcapError as exc:
@@ -427,35 +360,3 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
                       sink.ends, sink.head_done, sink.head_failed, tail, tail_error, sink.last,
                       stats, discards.found, error, fatal)
     return encoded, sink.rows, sink.tail_rows
-
-
-def _run_length(sk: Skeleton, singles: bytes, index: int, stop: int | None) -> int:
-    """How many messages from ``index`` on are taken as single transactions of the same shape
-    and kind ONE (the run ``Sink.write_wholes`` frames together), up to ``stop``."""
-    kinds, shapes = sk.kinds, sk.shapes
-    limit = singles.find(0, index)
-    limit = len(singles) if limit < 0 else limit
-    if stop is not None:
-        limit = min(limit, stop + 1)
-    shape, end = shapes[index], index + 1
-    while end < limit and kinds[end] == ONE and shapes[end] is shape:
-        end += 1
-    return end - index
-
-
-def _committed(stats: Stats, op: Op, transactions: int, commit_us: int) -> None:
-    """``transactions`` single transactions of ``op``'s shape written, the last at
-    ``commit_us``."""
-    stats.transactions += transactions
-    key = (op.table.name, op.optype)
-    stats.operations[key] = stats.operations.get(key, 0) + transactions
-    stats.last_commit_us = commit_us
-
-
-_ONE = (1,)  # the layout of a message of kind ONE: one operation of one record
-
-
-def _op(tables: dict[str, Any], shape: tuple) -> Op:
-    """The operation of a shape (pass 2 needs no values: its records are built)."""
-    t, optype, seqid, txid, txind, txname, txowner, ordinal, _ = shape
-    return Op(tables[t], optype, 0, seqid, txid, txind, txname, txowner, None, None, ordinal)

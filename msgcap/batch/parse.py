@@ -5,11 +5,12 @@ Per message the task keeps what the rest of the batch needs, so that nothing is 
 * the **skeleton**: its kind (parsed, bad, fatal) and its operations' shapes (table, optype,
   seqid, txid, txind, txname, txowner, ordinal, whether its records fail) — what the assembler's
   state machine looks at;
-* the **payload**: each operation's records built by the image rules with their columns
-  already encoded (``TrailEncoder.column_data``; only the framing, which depends on where the
-  transaction lands in the trail, is left for pass 2), kept column by column (``Records``);
-  rows' column texts with ``--format``. Not the raw lines: a message rejected in pass 2 is
-  named by its line index, and the driver reads its line again (``segments.pick_lines``).
+* the **payload**: each operation's values (timestamp, before and after images; the rest is
+  its shape), from which pass 2 writes it as replay does, by the compiled path
+  (``Assembler.encode_whole``) or the general one, from the true state: trail bytes depend on
+  where the transaction lands; rows' column texts with ``--format``. Not the raw lines: a
+  message rejected in pass 2 is named by its line index, and the driver reads its line again
+  (``segments.pick_lines``).
 
 It also runs the real ``Assembler`` over the segment in **trials** from assumed start states:
 ``fresh`` (no transaction open, counters at 0, no duplicate mark) and, when the segment starts
@@ -32,7 +33,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
 from msgcap.batch.inputs import InputFile, Scan
@@ -46,9 +47,8 @@ from msgcap.batch.segments import (
     whole_files,
 )
 from msgcap.msgid import MessageIds
-from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.records import TrailRecord
-from parsers.model import TX_END, TX_MIDDLE, Message, Op
+from parsers.model import MISSING, TX_END, TX_MIDDLE, Message, Op
 from props.errors import MessageError, MsgcapError
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ if TYPE_CHECKING:
     from parsers.base import Parser
     from props.settings import ByteOrder, ErrorPolicy, Settings
 
-# a message's kind: ONE is an OK message of one operation with one record (most messages),
-# whose record alone is kept, without a layout
+# a message's kind: ONE is an OK message of one operation with one record (most messages)
 OK, BAD, FATAL, ONE = 0, 1, 2, 3
 # first_message of a transaction a trial assumes open from before its segment
 INHERITED = "\x00inherited\x00"
@@ -197,69 +196,48 @@ class Skeleton:
         return cls(kinds, n, [distinct[i] if i >= 0 else () for i in r])
 
 
-class Records:
-    """The records pass 1 built, in message order, one array per header field and a list of
-    their encoded columns (bytes, or (reason, position) when encoding failed): millions of
-    small tuples cost more to marshal and load than a few arrays (about 1 µs a message)."""
+Kept = tuple[int, list[Any] | None, list[Any] | None]  # an op's timestamp, before, after
 
-    __slots__ = ("audit_pos", "before_after", "data", "io_times", "iotypes")
 
-    def __init__(self) -> None:
-        self.iotypes = array("i")
-        self.before_after: list[str] | str = []  # a list while pass 1 adds; joined, loaded
-        self.io_times = array("q")
-        self.audit_pos = array("q")
-        self.data: list[Any] = []
+def kept(op: Op) -> Kept:
+    """What pass 2 needs of ``op`` beside its shape, as ``marshal`` keeps it (``MISSING``, a
+    value absent from the message, as ``...``)."""
+    return op.timestamp, _plain(op.before), _plain(op.after)
 
-    def add(self, encoder: TrailEncoder, rec: TrailRecord) -> None:
-        """Keep ``rec`` with its columns encoded (or the error of encoding them)."""
-        try:
-            data: Any = encoder.column_data(rec)
-        except MessageError as exc:
-            data = (exc.reason, exc.position)
-        self.iotypes.append(rec.iotype)
-        cast("list[str]", self.before_after).append(rec.before_after)
-        self.io_times.append(rec.io_time)
-        self.audit_pos.append(rec.audit_pos)
-        self.data.append(data)
 
-    def dump(self) -> tuple:
-        return (self.iotypes.tobytes(), "".join(self.before_after), self.io_times.tobytes(),
-                self.audit_pos.tobytes(), self.data)
+def _plain(values: list[Any] | None) -> list[Any] | None:
+    if values is None or MISSING not in values:
+        return values
+    return [... if v is MISSING else v for v in values]
 
-    @classmethod
-    def load(cls, dumped: tuple) -> Records:
-        out = cls()
-        iotypes, out.before_after, io_times, audit_pos, out.data = dumped
-        out.iotypes.frombytes(iotypes)
-        out.io_times.frombytes(io_times)
-        out.audit_pos.frombytes(audit_pos)
-        return out
 
-    def get(self, i: int) -> tuple:
-        """Record ``i`` as (iotype, before_after, io_time, audit_pos, data)."""
-        return (self.iotypes[i], self.before_after[i], self.io_times[i], self.audit_pos[i],
-                self.data[i])
+def _values(values: list[Any] | None) -> list[Any] | None:
+    if values is None or ... not in values:
+        return values
+    return [MISSING if v is ... else v for v in values]
+
+
+def rebuilt(table: Any, shape: tuple, values: Kept) -> Op:
+    """The operation pass 1 kept (``kept``) of its shape, on ``table``."""
+    _, optype, seqid, txid, txind, txname, txowner, ordinal, _ = shape
+    timestamp, before, after = values
+    return Op(table, optype, timestamp, seqid, txid, txind, txname, txowner, _values(before),
+              _values(after), ordinal)
 
 
 @dataclass(slots=True)
 class Payload:
-    """Per message: its records (``Records``, in message order) and, unless it is of kind ONE,
-    its layout: per operation the number of its records or the (reason, position) its records
-    raised; the error of a bad or fatal message; rows' column texts per operation with
-    ``--format``; per trial, the messages it took as one whole transaction of one operation.
+    """Per message: its operations' values (``kept``; () for a bad or fatal message); the
+    error of a bad or fatal message; rows' column texts per operation with ``--format``.
     (Ids and lines are not kept: pass 2 names messages by file and line.)"""
 
-    records: Records
-    layouts: dict[int, tuple]
+    ops: list[tuple[Kept, ...]]
     errors: dict[int, Any]
     rows: list[tuple] | None
-    singles: dict[str, bytes]
 
     @classmethod
     def load(cls, blob: bytes, compressed: bool) -> Payload:
-        records, *rest = marshal.loads(zlib.decompress(blob) if compressed else blob)
-        return cls(Records.load(records), *rest)
+        return cls(*marshal.loads(zlib.decompress(blob) if compressed else blob))
 
 
 @contextmanager
@@ -303,34 +281,24 @@ class Boundaries:
 
 
 class _TrialRun:
-    """One trial in progress; ``singles`` marks the messages whose one operation it took as a
-    whole transaction (``Assembler.add_single``): pass 2 frames those without the assembler
-    when this trial is the true run."""
+    """One trial in progress."""
 
-    __slots__ = ("abend", "asm", "singles", "stop", "txns")
+    __slots__ = ("abend", "asm", "stop", "txns")
 
     def __init__(self, asm: Assembler, abend: bool) -> None:
         self.asm, self.abend = asm, abend
         self.txns = 0
         self.stop: int | None = None
-        self.singles = bytearray()
 
     def add(self, index: int, message: Message, ops: list[Op]) -> None:
         try:
             if len(ops) == 1 and self.asm.add_single(message, ops[0]) is not None:
                 self.txns += 1
-                self.single(index)
             else:
                 self.txns += len(self.asm.add(message, ops).completed)
         except MessageError:
             if self.abend:
                 self.stop = index
-
-    def single(self, index: int) -> None:
-        singles = self.singles
-        if len(singles) < index:
-            singles.extend(bytes(index - len(singles)))
-        singles.append(1)
 
     def rejected(self, index: int) -> None:
         if self.abend:
@@ -361,14 +329,14 @@ def parse_segment(job: Job, seg: Segment) -> Parsed:
 
 class _Pass1:
     """Pass 1 of one segment; ``run`` is the loop, one message at a time (a plain message,
-    one operation whose records build, takes the short way)."""
+    one operation of one record of the common case (``ImageRecords.single``), takes the short
+    way)."""
 
     def __init__(self, job: Job, seg: Segment) -> None:
         self.job, self.seg = job, seg
         self.clock = Clock()
         self.ids = MessageIds(job.id_mode, None, clock=self.clock)
         self.build = ImageRecords(job.rules)
-        self.encoder = TrailEncoder(job.byteorder)
         self.abend = job.policy == "abend"
         self.boundaries = Boundaries()
         self.fresh = _TrialRun(Assembler(job.rules, records=self.boundaries), self.abend)
@@ -381,8 +349,7 @@ class _Pass1:
         self.refs = array("q")
         self.distinct: list[tuple] = []
         self.seen: dict[tuple, int] = {}
-        self.records = Records()
-        self.layouts: dict[int, tuple] = {}
+        self.ops: list[tuple[Kept, ...]] = []
         self.errors: dict[int, Any] = {}
         self.rows: list[tuple] | None = [] if job.rows else None
         self.system_seqids = False
@@ -391,8 +358,8 @@ class _Pass1:
 
     def run(self) -> Parsed:
         job, seg, clock = self.job, self.seg, self.clock
-        next_id, parse, build = self.ids.next_id, job.parser.parse, self.build
-        keep, encoder = self.records.add, self.encoder
+        next_id, parse, common = self.ids.next_id, job.parser.parse, self.build.single
+        keep = self.ops.append
         kinds, numbers, refs = self.kinds, self.numbers, self.refs
         seen, distinct = self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
@@ -426,15 +393,10 @@ class _Pass1:
                         self.system_seqids = True
                     else:
                         self.given(seqid)
-                    try:
-                        recs = build(op, "")
-                    except MessageError:
+                    if common(op) is None:  # records that may fail, or several
                         self.general(index, message, ops)
                         continue
-                    if len(recs) != 1:
-                        self.general(index, message, ops)
-                        continue
-                    keep(encoder, recs[0])
+                    keep((kept(op),))
                     shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
                               op.txowner, op.ordinal, False),)
                     ref = seen.get(shape)
@@ -447,7 +409,6 @@ class _Pass1:
                         try:
                             if single(message, op):
                                 fresh.txns += 1
-                                fresh.single(index)
                             else:
                                 fresh.txns += len(add(message, ops).completed)
                         except MessageError:
@@ -460,11 +421,7 @@ class _Pass1:
             lines = seg.complete()
             skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(),
                                       distinct))
-            singles = {"fresh": bytes(fresh.singles)}
-            if self.continuing is not None:
-                singles["continuing"] = bytes(self.continuing.singles)
-            payload = marshal.dumps((self.records.dump(), self.layouts, self.errors, rows,
-                                     singles))
+            payload = marshal.dumps((self.ops, self.errors, rows))
             if job.compress:
                 payload = zlib.compress(payload, 1)
         continuing = self.continuing
@@ -491,6 +448,7 @@ class _Pass1:
     def skip(self, kind: int) -> None:
         self.kinds.append(kind)
         self.refs.append(-1)
+        self.ops.append(())
         if self.rows is not None:
             self.rows.append(())
 
@@ -515,7 +473,6 @@ class _Pass1:
         failing = self.boundaries.failing
         failing.clear()
         shapes = []
-        layout: list[Any] = []  # per op: (reason, position) when it fails, else its records
         bodies: list | None = [] if self.rows is not None else None
         for op in ops:
             if op.seqid is None:
@@ -524,17 +481,13 @@ class _Pass1:
                 self.given(op.seqid)
             try:
                 recs = self.build(op, "")
-            except MessageError as exc:
+            except MessageError:
                 failing.add(id(op))
                 shapes.append(_shape(op, True))
-                layout.append((exc.reason, exc.position))
                 if bodies is not None:
                     bodies.append(None)
                 continue
             shapes.append(_shape(op, False))
-            for rec in recs:
-                self.records.add(self.encoder, rec)
-            layout.append(len(recs))
             if bodies is not None:
                 bodies.append(row_body(recs))
         shape = tuple(shapes)
@@ -544,7 +497,7 @@ class _Pass1:
             self.distinct.append(shape)
         self.kinds.append(OK)
         self.refs.append(ref)
-        self.layouts[index] = tuple(layout)
+        self.ops.append(tuple(kept(op) for op in ops))
         if self.rows is not None and bodies is not None:
             self.rows.append(tuple(bodies))
         if not self.decided and ops:

@@ -187,47 +187,6 @@ class TrailEncoder:
                 self._head(TOKEN_VAMSEQID, 0, len(sb)))
         return b"".join((heads[0], tb, heads[1], sb, u))
 
-    def frame_wholes(self, table: Table, txids: list[str], seqids: list[str], records: tuple,
-                     at: int, txnum: int) -> list[bytes]:
-        """``frame`` of whole transactions of one record each and no TXNAME/TXOWNER, in a row
-        (the Spark batch's pass 2): ``records`` (iotypes, before_after, io_times, audit_pos,
-        data: sequences) from index ``at``, with ``txids``, ``seqids`` and transaction numbers
-        from ``txnum``. Stops before the first one not of the common case (``frame`` of it
-        raises its error, if any)."""
-        iotypes, before_after, io_times, audit_pos, data = records
-        fr = self._frame(table)
-        pack_d, name, hlen, z = fr.pack_d, fr.name, fr.hlen, self._head
-        tails, tail_of = self.tail_heads, self.tail
-        fixed = 12 + hlen + 4  # G head + H head + Z, H token, D head
-        out: list[bytes] = []
-        append, join = out.append, b"".join
-        for k, (txid, seqid) in enumerate(zip(txids, seqids, strict=True)):
-            r = at + k
-            d = data[r]
-            if type(d) is not bytes or not d:
-                break
-            tb, sb = txid.encode(), seqid.encode()
-            heads = tails.get((len(tb), len(sb)))
-            if heads is None:
-                if len(tb) > MAX_RECORD or len(sb) + len(tb) > MAX_RECORD - 64:
-                    break
-                tail_of(tb, seqid, b"")  # makes the heads of these lengths
-                heads = tails[len(tb), len(sb)]
-            dlen = len(d)
-            total = fixed + 12 + len(tb) + len(sb) + dlen  # the T token: 12 bytes of heads
-            ba = _BEFORE_AFTER.get(before_after[r])
-            if total > MAX_RECORD or ba is None:
-                break
-            try:
-                pre = pack_d(REC_G, GZ_INFO, total, TOK_H, hlen, HDR_IND, PARTITION, ba, dlen,
-                             iotypes[r], ORIG_NODE, JULIAN_UNIX_EPOCH_US + io_times[r],
-                             audit_pos[r], (txnum + k) & 0xFFFFFFFF, TRANSIND_WHOLE,
-                             FORMAT_TYPE, 1, name, TOK_D, dlen)
-            except struct.error:
-                break
-            append(join((pre, d, heads[0], tb, heads[1], sb, z(REC_Z, GZ_INFO, total))))
-        return out
-
     def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
                            last: bool = True) -> bytes:
         """All records of ``tx`` with TransInd set and AuditRBA = ``txnum`` mod 2³².

@@ -20,9 +20,10 @@ import pytest
 
 from gendef.build import build_definitions
 from msgcap import dumps
+from msgcap.assembler import Assembler
 from msgcap.batch import segments as segments_module
 from msgcap.batch.driver import Appender, trail_writer
-from msgcap.batch.encode import Encoded, Sink, discard_records, encode_segment
+from msgcap.batch.encode import Encoded, discard_records, encode_segment
 from msgcap.batch.inputs import (
     KIND_FILE,
     InputFile,
@@ -319,10 +320,11 @@ def test_runs_of_one_record_transactions_equal_replay(one_record_messages, capsy
         assert appender.stats.summary().split("trail files:")[0] == out.split("trail files:")[0]
 
 
-def test_a_run_frames_as_one_by_one(one_record_messages, monkeypatch):
-    """A run of one-record transactions framed at once (``Sink.write_wholes``) gives what
-    framing them one by one gives, also when records in it fail to frame (a column that did
-    not encode, a record over the size limit): those are discarded, the run goes on after."""
+def test_pass_two_writes_by_the_compiled_path(one_record_messages, monkeypatch):
+    """Pass 2 writes the common message by replay's compiled path (``Assembler.encode_whole``)
+    and gives what the general path alone gives, also for values that do not encode (a number
+    in a text column, a text too long for it): those messages are discarded, as replay
+    discards them, and the segment goes on after."""
     settings = load_settings(PROP)
     definitions = build_definitions(settings)
     files = input_files(local_inputs(["a.jsonl"]), lines=False)
@@ -331,19 +333,28 @@ def test_a_run_frames_as_one_by_one(one_record_messages, monkeypatch):
     [seg] = all_segments(files, files[0].size, job.whole)
     parsed = parse_segment(job, seg)
     payload = Payload.load(parsed.payload, False)
-    data = payload.records.data
-    data[3] = ("cannot encode 'x'", "table SALES.CUSTOMER column NAME")
-    data[50] = b"\0" * 70000
-    parsed.payload = marshal.dumps((payload.records.dump(), payload.layouts, payload.errors,
-                                    payload.rows, payload.singles))
+    for index, name in ((3, 12345), (50, "x" * 70000)):
+        ((_, _, after),) = payload.ops[index]
+        after[1] = name  # NAME
+    parsed.payload = marshal.dumps((payload.ops, payload.errors, payload.rows))
     plan = Planner(job.rules, job.policy, files).plan(parsed.summary, lambda: None)
-    runs = encode_segment(job, parsed, plan)[0]
-    monkeypatch.setattr(Sink, "write_wholes", lambda *args: 0)
-    one_by_one = encode_segment(job, parsed, plan)[0]
-    assert [d[1][:13] for d in runs.discarded] == [
-        "cannot encode", "unknown table", "unknown table", "unknown table", "record of 700",
+    compiled = []
+    encode_whole = Assembler.encode_whole
+
+    def counted(self, *args):
+        done = encode_whole(self, *args)
+        compiled.append(done is not None)
+        return done
+
+    monkeypatch.setattr(Assembler, "encode_whole", counted)
+    both = encode_segment(job, parsed, plan)[0]
+    assert sum(compiled) >= 70
+    monkeypatch.setattr(Assembler, "encode_whole", lambda *args: None)
+    general = encode_segment(job, parsed, plan)[0]
+    assert [d[1][:13] for d in both.discarded] == [
+        "cannot encode", "unknown table", "unknown table", "unknown table", "cannot encode",
         "unknown table"]
-    assert runs == one_by_one
+    assert both == general
 
 
 def test_spooled_framed_bytes(tmp_path):
@@ -405,3 +416,22 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress, spoole
     assert rows == appender.stats.total_operations
     if spooled:  # the trail bytes' files are removed once appended
         assert sorted(n.split("-")[0] for n in os.listdir(job.spool)) == ["parse"] * len(parsed)
+
+
+def test_sink_appends_wholes_as_one_by_one():
+    """A task's sink takes a row of compiled transactions (``append_wholes``, the pipeline's
+    ``WholeWriter``) as it takes them one by one: bytes, ends, numbers and mark."""
+    from msgcap.assembler import AssemblerState
+    from msgcap.batch.encode import Sink
+    from msgcap.batch.plan import Plan
+    from msgcap.trail.encoder import TrailEncoder
+
+    wholes = [(b"first", "01", 0, "7"), (b"second!", "02", 1, "8")]
+    sinks = [Sink(TrailEncoder(), Plan((0, 0), AssemblerState(), 5, None, 1), None)
+             for _ in range(2)]
+    position, files = sinks[0].append_wholes(wholes)
+    for whole in wholes:
+        sinks[1].append_whole(*whole)
+    assert (position.rba, files) == (12, [])
+    assert [(s.chunks, list(s.ends), s.txnum, s.last) for s in sinks] == [
+        ([b"first", b"second!"], [5, 12], 7, ("02", 1, "8"))] * 2

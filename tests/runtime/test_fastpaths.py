@@ -1,7 +1,7 @@
 """The replay path's fast paths give exactly what the general paths give.
 
 The assembler's one-op path (``add_single``) against ``add`` with that path turned off, and its
-batch forms (``take_single``, ``next_single``) against it; the
+batch form (``take_single``) against it; the
 chunked text-line reader against line-by-line reading, and ``time`` ids against their rules.
 """
 
@@ -79,11 +79,11 @@ def test_single_op_path_equals_the_general_path(steps, compress, restart):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(OPS, max_size=12), st.sampled_from([None, ("00000000000000000005", 1, "41")]))
-def test_take_single_and_next_single_follow_add_single(steps, restart):
-    """The Spark batch's trial (``take_single``) and replay of a trial (``next_single``) keep
-    exactly the state ``add_single`` keeps, and accept the same operations."""
+def test_take_single_follows_add_single(steps, restart):
+    """The Spark batch's trial (``take_single``) keeps exactly the state ``add_single`` keeps,
+    and accepts the same operations."""
     start = Restart(*restart) if restart else Restart()
-    built, taken, replayed = Assembler(None, start), Assembler(None, start), Assembler(None, start)
+    built, taken = Assembler(None, start), Assembler(None, start)
     for n, step in enumerate(steps):
         op, message = _op(*step), Message(f"m{n}", origin=f"d:{n}")
         try:
@@ -97,12 +97,10 @@ def test_take_single_and_next_single_follow_add_single(steps, restart):
             return
         assert taken.take_single(message, op) == (done is not None)
         if done is None:
-            for asm in (built, taken, replayed):
+            for asm in (built, taken):
                 with contextlib.suppress(MessageError, IdWidthError):
                     asm.add(message, [op])
-        else:
-            assert replayed.next_single(op) == (done.tx.txid, done.tx.records[0].seqid)
-        assert built.state() == taken.state() == replayed.state()
+        assert built.state() == taken.state()
 
 
 def test_single_op_error_changes_nothing():
