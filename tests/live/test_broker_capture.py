@@ -1,10 +1,12 @@
-"""``msgcap send`` and ``msgcap run`` against the real ActiveMQ broker (session fixture)."""
+"""``msgcap run`` against each real broker (session fixtures), fed by a producer (``msgcap send``;
+over AMQP a plain proton sender) and by ``msgcap send`` to a topic."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.conftest import BROKERS
+from tests.live.conftest import send
 
 pytestmark = [pytest.mark.broker,
               pytest.mark.parametrize("broker", BROKERS, indirect=True)]
@@ -12,9 +14,7 @@ pytestmark = [pytest.mark.broker,
 
 def test_send_then_run_captures_everything_in_order(work, broker, queue) -> None:
     work.properties(jms_url=broker.url, jms_destination=queue)
-    dump = work.dump("in.jsonl", [work.body(i) for i in range(1, 201)])
-    sent = work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
-    assert "sent 200 messages" in sent.stdout
+    assert send(work, broker, queue, [work.body(i) for i in range(1, 201)]) == 200
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 200" in done.stdout
     assert [s for s, _, _ in work.trail()] == [f"{i:010d}" for i in range(1, 201)]
