@@ -160,7 +160,7 @@ Parsed = tuple[Message, str, list[Op] | Exception]  # a message, its raw id, wha
 class Discards(Protocol):
     """Where ``error.policy=discard`` puts a bad message: ``write`` returns once it is kept
     (the capture then acknowledges it). ``DiscardFile``, or the dead-letter destination
-    (``msgcap.sources.stomp.DeadLetters``)."""
+    (``msgcap.sources.broker.DeadLetters``)."""
 
     def write(self, message: Message, error: MessageError, *,
               raw_id: str | None = None) -> None: ...

@@ -116,9 +116,9 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
                               discard_sync=trail.sync != "none", stats=publisher.stats)
     if saved is not None:  # lag is measured from the last durable commit until the next one
         pipeline.stats.last_commit_us = saved.last_commit_us
-    if settings.error.destination:  # the loader allows it with a STOMP source only
-        from msgcap.sources.stomp import StompSource
-        assert isinstance(source, StompSource)
+    if settings.error.destination:  # the loader allows it with a broker source only
+        from msgcap.sources.broker import BrokerSource
+        assert isinstance(source, BrokerSource)
         pipeline.discard = source.dead_letters(settings.error.destination)
     rules = ImageRules.from_settings(settings)
     archive = (Archive(settings.archive_dir, trail.extract, megabytes=trail.megabytes,

@@ -47,7 +47,7 @@ class StompProbe(StompSource):
             self._attempt()  # a refusal no retry cures (login, certificate, selector) raises
             if self._conn is not None and self.endpoint is not None and self.broker is not None:
                 self.close()
-                selector = " (jms.selector accepted)" if self._selector else ""
+                selector = " (jms.selector accepted)" if self.selector else ""
                 return (f"{self.endpoint.url}: connected to {self.broker.name}, subscribed to "
                         f"{self.destination}{selector}; disconnected, nothing consumed")
             failures.append(self._failure or "failed")
@@ -59,7 +59,7 @@ class StompProbe(StompSource):
     def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:
         headers = broker.subscribe_headers(1, None)
         if broker.activemq:
-            headers["selector"] = (f"({self._selector}) AND {NOTHING}" if self._selector
+            headers["selector"] = (f"({self.selector}) AND {NOTHING}" if self.selector
                                    else NOTHING)
         return confirmed(conn, listener, lambda receipt: conn.subscribe(
             self.destination, id="check", ack="client", headers={**headers, "receipt": receipt}))

@@ -1,29 +1,22 @@
 """The STOMP source (properties.md §8): any STOMP 1.2 broker over stomp.py, exactly-once friendly.
 
-* Nothing is acknowledged before it is durable. ``jms.ack=client`` (the default) acknowledges
-  cumulatively: one ACK, for the last message of the longest run of delivered messages that are
-  all durable, so a commit group costs one frame; a message still held (an open transaction not
-  yet spilled) stops the run, and what follows it waits. ``client-individual`` sends one ACK per
-  durable message. The broker stops at ``jms.prefetch`` unacknowledged messages (ActiveMQ also
-  at 200, its page size), so the capture ends a commit group before (``window``). STOMP
-  transactions are not used: ActiveMQ 5.17 slows down and stops dispatching after many
-  transacted ACKs on one subscription.
+The policy (failover and back-off, the inbox, redelivery, acknowledgement, commit groups, dead
+letters) is the broker core's (``msgcap.sources.broker``); this module speaks STOMP:
+
+* ``jms.ack=client`` acknowledges cumulatively: one ACK frame, for the last message of the run
+  the core settles, so a commit group costs one frame; ``client-individual`` sends one ACK per
+  durable message. ActiveMQ stops delivering at 200 unacknowledged messages (its page size), so
+  the commit group ends before (``ACTIVEMQ_WINDOW``). STOMP transactions are not used: ActiveMQ
+  5.17 slows down and stops dispatching after many transacted ACKs on one subscription.
 * The broker is known from the CONNECTED frame's ``server`` header (``BrokerKind``): it decides
   the prefetch header, how a durable topic subscription is asked for, whether ``jms.selector``
   can be honoured and which ``jms.id`` modes give producer-assigned ids; what cannot work stops
   capture at start (``refusal``) instead of capturing the wrong messages.
-* ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
-  broker's receipt before the capture may acknowledge the original.
+* ``error.destination``: a dead letter is a SEND with a receipt asked for; it is confirmed when
+  the receipt comes.
 * stomp.py's receiver thread only records: ``_FrameReader`` splits what it reads into frames and
-  puts a read's messages into the ``_Inbox`` at once, a lost connection becomes a marker there
-  too. The capture takes all that is there at once (``receive_many``), which raises
-  ``Redelivery`` for a loss. Reconnecting (next ``jms.url`` entry) and re-subscribing happen in
-  later ``receive_many`` calls on the capture thread, once the back-off allows, so the capture
-  loop keeps control (``--max-idle``, reports) while the broker is away. A connection that
-  worked (up ``STABLE_SECONDS``, or a message acknowledged through it) is tried again at once
-  when lost; one lost soon after it opened counts as a failed attempt: a broker or proxy that
-  accepts, subscribes and drops every connection gets the growing back-off, and the log says
-  it once a minute with a count (``Tally``), not once per attempt.
+  puts a read's messages into the core's inbox at once, a lost connection becomes a ``Lost``
+  marker there too.
 * A body is text only where the transport says so, never because its bytes look like UTF-8 (a
   binary record can): ActiveMQ sends ``content-length`` for BytesMessages only, so a frame
   without it is a TextMessage; other brokers send it always, and there a ``content-type`` of
@@ -49,11 +42,9 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
-import random
 import re
 import socket
 import ssl
@@ -64,23 +55,20 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from msgcap.sources.base import (
-    CONNECTED,
-    CONNECTING,
-    DISCONNECTED,
-    HEADER_BYTES,
-    Redelivery,
-    Source,
-    Unreadable,
-    duration_text,
-    failure_words,
-    too_large,
-    unreachable,
+from msgcap.sources.base import HEADER_BYTES, duration_text, failure_words, unreachable
+from msgcap.sources.broker import (
+    BROKER_CLOSED,
+    Backoff,
+    BrokerSource,
+    ConnectFailed,
+    Delivery,
+    Endpoint,
+    Lost,
 )
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from msgcap.tally import Tally
 from parsers.model import Message
-from props.errors import MsgcapError, PropertyError, SourceError
+from props.errors import PropertyError, SourceError
 
 log = logging.getLogger("msgcap.source")
 
@@ -105,23 +93,8 @@ RECEIPT_TIMEOUT = 30.0
 # a second. A broker configured with a larger page size lets jms.ack.batch go higher.
 ACTIVEMQ_WINDOW = 150
 _RECV_BYTES = 1 << 16
-# A connection that stayed up this long, or through which a message was acknowledged, worked:
-# after it is lost msgcap reconnects at once and the back-off starts again from its first delay.
-STABLE_SECONDS = 10.0
-# Why a connection ended when the broker closed it (a ``_Lost`` reason).
-BROKER_CLOSED = "connection closed by the broker"
 # How often frames count as a heart-beat for stomp.py's monitor (which waits 1.5 heart-beats).
 SIGN_OF_LIFE_SECONDS = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One ``jms.url`` entry."""
-
-    url: str
-    host: str
-    port: int
-    tls: bool
 
 
 def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
@@ -184,78 +157,6 @@ def refusal(broker: BrokerKind, url: str, *, selector: str | None,
     return None
 
 
-class Backoff:
-    """Delay before the next connection attempt: 0.1 s doubling to 30 s, plus up to 10 % jitter
-    (``rand`` is injectable so tests know the delays)."""
-
-    def __init__(self, first: float = 0.1, cap: float = 30.0, jitter: float = 0.1,
-                 rand: Callable[[], float] = random.random) -> None:
-        self.first, self.cap, self.jitter, self._rand = first, cap, jitter, rand
-        self._next = first
-
-    def delay(self) -> float:
-        """The next delay (and advance)."""
-        base = self._next
-        self._next = min(self._next * 2, self.cap)
-        return base * (1.0 + self.jitter * self._rand())
-
-    def reset(self) -> None:
-        self._next = self.first
-
-
-class _Lost:
-    """Marker put in the inbox when connection ``epoch`` is gone."""
-
-    __slots__ = ("epoch", "reason")
-
-    def __init__(self, epoch: int, reason: str) -> None:
-        self.epoch, self.reason = epoch, reason
-
-
-class _Inbox:
-    """What the receiver thread hands to the capture thread, in order: messages and ``_Lost``.
-
-    The receiver adds a whole read's messages at once and the capture takes all there is at once;
-    the capture waits (on an Event) only when there is nothing, and only then is the Event set. A
-    ``queue.Queue`` takes a lock and a condition per message on both sides, and with them a switch
-    of the GIL.
-    """
-
-    def __init__(self) -> None:
-        self._items: collections.deque[Any] = collections.deque()
-        self._ready = threading.Event()
-        self._waiting = False  # set before the capture's last look at _items, then it waits
-
-    def put(self, item: Any) -> None:
-        self._items.append(item)
-        self._ready.set()
-
-    def extend(self, items: list[Any]) -> None:
-        self._items.extend(items)
-        if self._waiting:
-            self._ready.set()
-
-    def put_back(self, items: list[Any]) -> None:
-        """Items taken but not used go back in front, in their order."""
-        self._items.extendleft(reversed(items))
-
-    def take(self, timeout: float, limit: int | None = None) -> list[Any]:
-        """All items there are (at most ``limit``); none after ``timeout`` seconds without one."""
-        items = self._items
-        if not items:
-            self._ready.clear()
-            self._waiting = True
-            if not items:  # (items added before _waiting was set are seen here)
-                self._ready.wait(timeout)
-            self._waiting = False
-        count = len(items) if limit is None else min(limit, len(items))
-        popleft = items.popleft
-        return [popleft() for _ in range(count)]
-
-    def clear(self) -> None:
-        self._items.clear()
-
-
 class _Listener:
     """stomp.py callbacks for frames other than MESSAGE: record, never block, never decide."""
 
@@ -292,13 +193,13 @@ class _Listener:
             self.refused = text or "ERROR frame"
             for event in self.receipts.values():
                 event.set()
-        self._source._inbox.put(_Lost(self._epoch, f"ERROR frame from the broker ({text})"))
+        self._source._inbox.put(Lost(self._epoch, f"ERROR frame from the broker ({text})"))
 
     def on_disconnected(self) -> None:
         self.answered.set()
         for event in self.receipts.values():
             event.set()
-        self._source._inbox.put(_Lost(self._epoch, self._loss()))
+        self._source._inbox.put(Lost(self._epoch, self._loss()))
 
     def on_heartbeat(self) -> None:
         self.heard = time.monotonic()  # (``_FrameReader``: anything read, at most every 0.1 s)
@@ -316,11 +217,8 @@ class _Listener:
         return BROKER_CLOSED
 
 
-class StompSource(Source):
-    """Consumes one destination from the first reachable broker of ``jms.url``.
-
-    ``backoff`` (the delays between attempts) and ``failures`` (how often failures are logged)
-    are injectable so tests need not wait for their real times."""
+class StompSource(BrokerSource):
+    """Consumes one destination from the first reachable STOMP broker of ``jms.url``."""
 
     def __init__(self, urls: Sequence[str], destination: str, *, user: str | None = None,
                  password: str | None = None, prefetch: int = 1000,
@@ -331,77 +229,36 @@ class StompSource(Source):
                  vhost: str = "/", selector: str | None = None, ack: str = "client",
                  ack_batch: int | None = None, id_mode: str = "time",
                  max_bytes: int = 16777216) -> None:
-        self.endpoints = parse_urls(urls)
-        self.url = ",".join(e.url for e in self.endpoints)
-        if not destination:
-            raise SourceError("jms.destination is required for a STOMP source", url=self.url)
-        self.destination = destination
+        super().__init__(parse_urls(urls), destination, prefetch=prefetch, ack=ack,
+                         ack_batch=ack_batch, id_mode=id_mode, selector=selector,
+                         client_id=client_id, max_bytes=max_bytes, backoff=backoff,
+                         failures=failures)
         self._user, self._password = user, password
-        self._prefetch = prefetch
         self._heartbeat = heartbeat
         self._ssl = (ssl_ca, ssl_cert, ssl_key)
         self._tls: TlsFiles | None = None  # checked once, by _tls_files()
-        self._client_id = client_id
-        self._vhost, self._selector, self._id_mode = vhost, selector, id_mode
-        if ack not in ("client", "client-individual"):
-            raise ValueError(f"ack mode {ack!r}")
-        self._ack_mode, self._ack_batch = ack, ack_batch
-        self.max_bytes = max_bytes
-        self._unacked: collections.deque[_Delivery] = collections.deque()  # client: in order
+        self._vhost = vhost
         self._listener: _Listener | None = None
         self.broker: BrokerKind | None = None
-        self._backoff = backoff or Backoff()
-        self._next_attempt = 0.0  # monotonic time of the next connection attempt
-        self._up_since, self._proven = 0.0, False  # the connection's start; whether it worked
-        self._connection = ""  # where it is, for the log
-        self._failures = failures or Tally()  # failed attempts and lost connections: the log
-        self._failures_since: float | None = None  # the first since a connection last worked
-        self._failure_count = 0
-        self._inbox = _Inbox()
-        self._stop = threading.Event()
         self._conn: Any = None
-        self._epoch = 0
-        self._connected_epoch = -1
-        self._next_endpoint = 0
-        self.endpoint: Endpoint | None = None
-        self.reconnects = 0
-        self.acknowledged = 0  # messages acknowledged, and the ACK frames that took
-        self.ack_frames = 0
-        self._connection_is(CONNECTING)
+        self._connected_epoch = -1  # the connection that answered CONNECT
         if any(e.tls for e in self.endpoints):
             self._tls_files()  # fail at start, not at the first connection
 
     @property
-    def window(self) -> int:  # type: ignore[override]
-        """Unacknowledged messages after which the capture ends its commit group: half the
-        prefetch window, at most ``jms.ack.batch`` (on ActiveMQ by default ``ACTIVEMQ_WINDOW``)."""
-        half = max(1, self._prefetch // 2)
-        batch = self._ack_batch
-        if batch is None and self.broker is not None and self.broker.activemq:
-            batch = ACTIVEMQ_WINDOW
-        return half if batch is None else min(half, batch)
+    def _default_ack_batch(self) -> int | None:
+        return ACTIVEMQ_WINDOW if self.broker is not None and self.broker.activemq else None
 
     @property
     def topic(self) -> bool:
         return self.destination.startswith("/topic/")
 
-    # -- connection ---------------------------------------------------------------------------
-
-    def open(self) -> None:
-        """The first connection attempt; if it fails, ``receive_many`` tries again."""
-        self._attempt()
-
-    def _attempt(self) -> None:
-        """One attempt: connect to the next endpoint of the list and subscribe. A failure that
-        a retry may cure is logged (``_failed``) and the next attempt scheduled; one that no
-        retry can cure raises ``SourceError`` / ``PropertyError``."""
+    def _connect(self, endpoint: Endpoint, epoch: int) -> str:
+        """CONNECT with our client-id and SUBSCRIBE, waiting for the broker's receipt."""
         import stomp
         from stomp.exception import StompException
 
-        endpoint = self.endpoints[self._next_endpoint]
-        self._next_endpoint = (self._next_endpoint + 1) % len(self.endpoints)
-        self._epoch += 1
-        listener = _Listener(self, self._epoch)
+        listener = _Listener(self, epoch)
         conn = stomp.Connection12(
             [(endpoint.host, endpoint.port)], heartbeats=self._heartbeat,
             heart_beat_receive_scale=1.5, auto_decode=False, auto_content_length=False,
@@ -409,12 +266,12 @@ class StompSource(Source):
             timeout=CONNECT_TIMEOUT, try_loopback_connect=False, vhost=self._vhost)
         if endpoint.tls:
             set_tls(conn, endpoint, self._tls_files())
-        _FrameReader(conn.transport, self._deliverer(self._epoch), self.max_bytes)
+        _FrameReader(conn.transport, self._deliverer(epoch), self.max_bytes)
         conn.set_listener("msgcap", listener)
         # The client-id makes the broker refuse us while it still holds our previous
         # connection (after a crash or a lost link): its unacknowledged messages must go
         # back to the queue before we subscribe, or they would come after newer ones.
-        headers = {"client-id": self._client_id}
+        headers = {"client-id": self.client_id}
         failure = None
         started = time.monotonic()
         try:
@@ -435,14 +292,13 @@ class StompSource(Source):
                 raise SourceError(f"broker refused the connection: {refused}", url=endpoint.url)
             if endpoint.tls and refused is None:
                 failure = tls_failure(endpoint, self._tls_files(), failure)
-            self._failed(f"cannot connect to {endpoint.url}", failure)
-            return
+            raise ConnectFailed(failure)
         broker = BrokerKind(listener.server)
-        problem = refusal(broker, endpoint.url, selector=self._selector, id_mode=self._id_mode)
+        problem = refusal(broker, endpoint.url, selector=self.selector, id_mode=self.id_mode)
         if problem is not None:
             quiet_disconnect(conn)
             raise problem
-        self._connected_epoch, self.broker, self._listener = self._epoch, broker, listener
+        self._connected_epoch, self.broker, self._listener = epoch, broker, listener
         try:
             refused = self._subscribe(conn, listener, broker)
         except StompException as exc:  # closed between CONNECTED and SUBSCRIBE
@@ -456,59 +312,19 @@ class StompSource(Source):
             if listener.refused is not None:  # an ERROR frame: no retry can cure it
                 raise SourceError(f"{broker.name} refused the subscription to "
                                   f"{self.destination}: {refused}", url=endpoint.url)
-            self._failed(f"cannot subscribe at {endpoint.url}", f"subscription failed: {refused}")
-            return
-        self._conn, self.endpoint = conn, endpoint
-        self._connection_is(CONNECTED)
-        self._up_since, self._proven = time.monotonic(), False
-        self._connection = f"{endpoint.url} ({broker.name}), consuming {self.destination}"
-        # after failures, said once it worked (``_worked``), not at each attempt
-        (log.debug if self._failures_since is not None else log.info)(
-            "connected to %s", self._connection)
-
-    def _failed(self, what: str, why: str, *, at_once: bool = False) -> None:
-        """A connection attempt failed, or a connection was lost (``what``, ``why`` in words):
-        the connection state says why, the next attempt is scheduled (``at_once``, or after the
-        back-off's next delay) and logged, the first failure since a connection last worked at
-        once, the others once per ``TALLY_SECONDS`` with a count."""
-        self._connection_is(CONNECTING if self.connection.state == CONNECTING else DISCONNECTED,
-                            why)
-        what = f"{what}: {why}"
-        delay = 0.0 if at_once else self._backoff.delay()
-        now = time.monotonic()
-        self._next_attempt = now + delay
-        if self._failures_since is None:
-            self._failures_since, self._failure_count = now, 0
-        self._failure_count += 1
-        count = self._failures.add()
-        retry = "reconnecting" if at_once else f"retrying in {delay:.1f} s"
-        if count and not self._failures.span:
-            log.warning("%s; %s (until a connection works, failures are logged once a minute)",
-                        what, retry)
-        elif count:
-            log.warning("%s in the last %.0f s, the last: %s; %s", _failure_text(count),
-                        self._failures.span, what, retry)
-
-    def _worked(self) -> None:
-        """The connection stayed up ``STABLE_SECONDS`` or a message was acknowledged through
-        it: the back-off and the count of failures start again."""
-        self._proven = True
-        self._backoff.reset()
-        self._failures.reset()
-        if self._failures_since is not None:
-            log.info("connected to %s, after %s in %.0f s", self._connection,
-                     _failure_text(self._failure_count), time.monotonic() - self._failures_since)
-        self._failures_since = None
+            raise ConnectFailed(f"subscription failed: {refused}", subscribing=True)
+        self._conn = conn
+        return broker.name
 
     def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:
         """SUBSCRIBE and wait for the broker's receipt (a refused selector or destination
         comes back as an ERROR frame); the failure, or None."""
-        durable = self._client_id if self.topic else None
-        headers = broker.subscribe_headers(self._prefetch, durable)
-        if self._selector:
-            headers["selector"] = self._selector
+        durable = self.client_id if self.topic else None
+        headers = broker.subscribe_headers(self.prefetch, durable)
+        if self.selector:
+            headers["selector"] = self.selector
         return confirmed(conn, listener, lambda receipt: conn.subscribe(
-            self.destination, id=durable or "1", ack=self._ack_mode,
+            self.destination, id=durable or "1", ack=self.ack_mode,
             headers={**headers, "receipt": receipt}))
 
     def _tls_files(self) -> TlsFiles:
@@ -516,41 +332,11 @@ class StompSource(Source):
             self._tls = tls_files(*self._ssl, url=self.url)
         return self._tls
 
-    def _reconnect(self, timeout: float) -> None:
-        """Not connected: the next attempt once it is due, if that is within ``timeout``."""
-        wait = self._next_attempt - time.monotonic()
-        if wait > 0:
-            self._stop.wait(min(wait, timeout))
-            if time.monotonic() < self._next_attempt:
-                return
-        if not self._stop.is_set():
-            self._attempt()
-
-    def _lost(self, reason: str) -> None:
-        """The connection is gone: a connection that worked is tried again at once, one that
-        failed soon after it opened after the back-off's next delay (a broker or proxy that
-        accepts, subscribes and drops each connection must not be hammered)."""
-        url = self.endpoint.url if self.endpoint else self.url
-        up = time.monotonic() - self._up_since
-        proven = self._proven or up >= STABLE_SECONDS
-        if proven:
-            self._worked()
-        self._drop_connection()
-        self.reconnects += 1
-        lasted = duration_text(up)
-        self._failed(url, f"{BROKER_CLOSED} after {lasted}" if reason == BROKER_CLOSED
-                     else f"{reason}; connection closed after {lasted}", at_once=proven)
-
-    def _drop_connection(self) -> None:
+    def _disconnect(self) -> None:
         conn, self._conn = self._conn, None
         self._connected_epoch = -1
-        self._connection_is(DISCONNECTED)
         if conn is not None:
             quiet_disconnect(conn)
-        self._unacked.clear()
-        self._inbox.clear()  # it came over the old connection and will be redelivered
-
-    # -- messages -----------------------------------------------------------------------------
 
     def _deliverer(self, epoch: int) -> Callable[[list[_Frame]], None]:
         """What the receiver thread calls with the MESSAGE frames of one read of connection
@@ -561,122 +347,26 @@ class StompSource(Source):
             broker = self.broker
             always_sized = broker is not None and not broker.activemq
             self._inbox.extend([_message(headers, body, epoch, always_sized)
-                                if isinstance(body, bytes) else self._too_large(headers, body, epoch)
+                                if isinstance(body, bytes)
+                                else self._over_limit(_message(headers, b"", epoch, False),
+                                                      body.size)
                                 for headers, body in frames])
 
         return deliver
 
-    def _too_large(self, headers: dict[str, str], body: _TooLarge, epoch: int) -> Unreadable:
-        """A message whose body was dropped as it was read: for ``error.policy``, with its
-        headers, so that it can be recorded and acknowledged."""
-        message = _message(headers, b"", epoch, False)
-        message.body = b""  # not kept: an empty body of bytes, whatever the frame was
-        return Unreadable(message, too_large(body.size, self.max_bytes, source=message.name))
+    def _acknowledge(self, deliveries: list[Delivery]) -> None:
+        conn = self._conn
+        for delivery in deliveries:
+            conn.ack(delivery.token)
 
-    def receive(self, timeout: float) -> Message | None:
-        messages = self.receive_many(timeout, limit=1)
-        return messages[0] if messages else None
-
-    def receive_many(self, timeout: float, limit: int | None = None) -> list[Message]:
-        if self._conn is None:
-            self._reconnect(timeout)
-            if self._conn is None:
-                return []
-        if not self._proven and time.monotonic() - self._up_since >= STABLE_SECONDS:
-            self._worked()
-        items = self._inbox.take(timeout, limit)
-        epoch = self._epoch
-        messages: list[Message] = []
-        unacked = self._unacked if self._ack_mode == "client" else None
-        for index, item in enumerate(items):
-            if isinstance(item, _Lost):
-                if item.epoch != epoch:
-                    continue  # a marker of a connection we closed ourselves
-                if messages:  # first the messages that came before the loss
-                    self._inbox.put_back(items[index:])
-                    break
-                self._lost(item.reason)
-                raise Redelivery(item.reason)
-            if isinstance(item, Unreadable):  # in its turn, acknowledged in its turn
-                self._inbox.put_back(items[index if messages else index + 1:])
-                if messages:
-                    break
-                if unacked is not None and item.message.ack.epoch == epoch:
-                    unacked.append(item.message.ack)
-                raise item
-            if unacked is not None and item.ack.epoch == epoch:
-                unacked.append(item.ack)
-            messages.append(item)
-        return messages
-
-    def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
-        epoch, conn = self._epoch, self._conn
-        durable = []
-        for message in (*done, *discarded):
-            delivery = message.ack
-            if delivery is None or delivery.epoch != epoch or conn is None:
-                continue  # acknowledged already (spilled), or of a lost connection
-            delivery.durable = True
-            durable.append(delivery)
-            message.ack = None
-        if not durable:
-            return
-        if not self._proven:
-            self._worked()
-        self.acknowledged += len(durable)
-        if self._ack_mode == "client":  # the last of the delivered messages all durable
-            unacked, last = self._unacked, None
-            while unacked and unacked[0].durable:
-                last = unacked.popleft()
-            durable = [last] if last is not None else []
-        try:
-            for delivery in durable:
-                conn.ack(delivery.ack_id)
-                self.ack_frames += 1
-        except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
-            self._lost_while_sending(exc)
-
-    def dead_letters(self, destination: str) -> DeadLetters:
-        """``error.destination`` on this source's connection (see ``DeadLetters``)."""
-        return DeadLetters(self, destination)
-
-    def publish_confirmed(self, destination: str, message: Message,
-                          extra: dict[str, str]) -> None:
-        """SEND ``message`` (persistent, plus ``extra`` headers) and wait for the receipt;
-        raises ``SourceError`` when the broker does not confirm it."""
+    def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
+        """SEND with a receipt asked for, and wait for it."""
         conn, listener = self._conn, self._listener
+        assert conn is not None and listener is not None  # (the core asks only when connected)
         body, headers = frame_of(message)
         headers.update(extra)
-        failure: str | None = "not connected"
-        if conn is not None and listener is not None:
-            try:
-                failure = confirmed(conn, listener, lambda receipt: conn.send(
-                    destination, body, headers={**headers, "receipt": receipt}))
-            except Exception as exc:  # noqa: BLE001 - stomp.py raises plain Exception subclasses
-                failure = str(exc) or type(exc).__name__
-        if failure is not None:
-            raise SourceError(f"error.destination {destination}: the broker did not confirm "
-                              f"message {message.name} ({failure}); it stays on the queue",
-                              url=self.endpoint.url if self.endpoint else self.url)
-
-    def _lost_while_sending(self, exc: Exception) -> None:
-        """A send failed: the receiver thread reports the loss; make sure it is seen."""
-        why = failure_words(exc) if isinstance(exc, OSError) else str(exc) or "connection closed"
-        self._inbox.put(_Lost(self._epoch, f"sending failed ({why})"))
-
-    def interrupt(self) -> None:
-        self._stop.set()
-        self._inbox.put(_Lost(-1, "interrupted"))
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        self._connected_epoch = -1
-        self._connection_is(DISCONNECTED)
-        if conn is not None:
-            quiet_disconnect(conn)
-        if self.acknowledged:
-            log.info("%d messages acknowledged with %d ACK frames (jms.ack=%s)",
-                     self.acknowledged, self.ack_frames, self._ack_mode)
+        return confirmed(conn, listener, lambda receipt: conn.send(
+            destination, body, headers={**headers, "receipt": receipt}))
 
 
 def _unopened(endpoint: Endpoint, took: float) -> str:
@@ -688,10 +378,6 @@ def _unopened(endpoint: Endpoint, took: float) -> str:
     if endpoint.tls:
         return "connection failed"
     return unreachable(endpoint.host, endpoint.port, CONNECT_TIMEOUT) or "connection failed"
-
-
-def _failure_text(count: int) -> str:
-    return f"{count} connection failure{'' if count == 1 else 's'}"
 
 
 def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: bool) -> Message:
@@ -709,7 +395,7 @@ def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: boo
         except (UnicodeDecodeError, LookupError):
             pass  # not the text it claims to be: the bytes, for the parser to judge
     message_id = headers.get("message-id", "")
-    return Message(message_id, headers, text, _Delivery(epoch, ack_id or message_id), None)
+    return Message(message_id, headers, text, Delivery(epoch, ack_id or message_id), None)
 
 
 def text_charset(content_type: str | None) -> str | None:
@@ -1008,38 +694,6 @@ class _FrameReader:
             self._deliver(messages[:])
             messages.clear()
         self._transport.process_frame(frame, raw)
-
-
-class _Delivery:
-    """``Message.ack`` of a STOMP message: its connection, ``ack`` header and whether it is
-    durable (``client`` mode acknowledges up to the first one that is not)."""
-
-    __slots__ = ("ack_id", "durable", "epoch")
-
-    def __init__(self, epoch: int, ack_id: str) -> None:
-        self.epoch, self.ack_id, self.durable = epoch, ack_id, False
-
-
-class DeadLetters:
-    """``error.destination`` (§10.4): where ``error.policy=discard`` puts a bad message instead
-    of the discard file, with why in ``msgcap-error*`` headers. ``write`` returns once the broker
-    confirmed it (receipt), so the capture may then acknowledge the original; same interface as
-    ``msgcap.pipeline.DiscardFile``."""
-
-    def __init__(self, source: StompSource, destination: str) -> None:
-        self.source, self.path = source, destination
-
-    def write(self, message: Message, error: MsgcapError, *, raw_id: str | None = None) -> None:
-        extra = {"msgcap-error": getattr(error, "reason", str(error)),
-                 "msgcap-source-destination": self.source.destination,
-                 "msgcap-source-message-id": raw_id or message.id}
-        position = getattr(error, "position", None)
-        if position:
-            extra["msgcap-error-position"] = position
-        self.source.publish_confirmed(self.path, message, extra)
-
-    def close(self) -> None:
-        """Nothing to release: the source's connection carries the messages."""
 
 
 _receipts = itertools.count(1)

@@ -21,7 +21,8 @@ import pytest
 
 from msgcap.report import MAX_CONNECTIONS, REQUEST_SECONDS
 from msgcap.sources.base import Redelivery
-from msgcap.sources.stomp import Backoff, StompSource
+from msgcap.sources.broker import Backoff
+from msgcap.sources.stomp import StompSource
 from msgcap.tally import Tally
 from tests.hostile.conftest import free_port, wait_for
 from tests.live.conftest import Work

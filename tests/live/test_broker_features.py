@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from msgcap.sources.stomp import StompSource, _Delivery
+from msgcap.sources.base import CONNECTED
+from msgcap.sources.broker import Delivery
+from msgcap.sources.stomp import StompSource
 from parsers.model import Message
 from tests.conftest import BROKERS, STOMP_BROKERS
 from tests.live.conftest import drain, text
@@ -215,7 +217,8 @@ class _Recorder:
 
 def _delivered(source: StompSource, count: int) -> list[Message]:
     source._conn, source._epoch = _Recorder(), 1
-    messages = [Message(f"m{i}", {}, "x", _Delivery(1, f"a{i}")) for i in range(count)]
+    source._connection_is(CONNECTED)
+    messages = [Message(f"m{i}", {}, "x", Delivery(1, f"a{i}")) for i in range(count)]
     for m in messages:
         source._inbox.put(m)
     assert [source.receive(0) for _ in messages] == messages

@@ -18,8 +18,9 @@ from msgcap.checkpoint import Checkpoint, CheckpointFile
 from msgcap.pipeline import Stats
 from msgcap.report import HttpReport, Reporter, metrics_text
 from msgcap.sources import source_for
+from msgcap.sources.broker import Backoff
 from msgcap.sources.spool import SpoolSource, is_message_name
-from msgcap.sources.stomp import Backoff, StompSource, _FrameReader, parse_headers, parse_urls
+from msgcap.sources.stomp import StompSource, _FrameReader, parse_headers, parse_urls
 from msgcap.trail.records import Position
 from props.errors import PropertyError, SourceError
 from props.settings import JmsSettings, TrailSettings

@@ -1,0 +1,484 @@
+"""The broker core (properties.md §8): what every message broker source does, whatever its
+protocol. A protocol adapter (``msgcap.sources.stomp``) subclasses ``BrokerSource`` and speaks
+only its wire: it connects, subscribes, turns what arrives into ``Message`` objects, settles
+deliveries and publishes (the hooks ``_connect``, ``_disconnect``, ``_acknowledge``,
+``_publish`` and, if its I/O runs on the capture thread, ``_wait``).
+
+* Failover: ``jms.url`` is a list of ``Endpoint``s tried in turn, one per attempt, with a
+  growing delay (``Backoff``) between failed attempts. A connection that worked (up
+  ``STABLE_SECONDS``, or a message acknowledged through it) is tried again at once when lost;
+  one lost soon after it opened counts as a failed attempt: a broker or proxy that accepts,
+  subscribes and drops every connection gets the growing back-off, and the log says it once a
+  minute with a count (``Tally``), not once per attempt. Reconnecting happens in later
+  ``receive_many`` calls on the capture thread, once the back-off allows, so the capture loop
+  keeps control (``--max-idle``, reports) while the broker is away.
+* Each connection has an epoch. What arrives (messages, ``Unreadable`` ones, ``Lost`` markers)
+  goes into the ``Inbox`` in order; the capture takes all that is there at once
+  (``receive_many``), which raises ``Redelivery`` for the loss of the current connection, after
+  the messages that came before it, and ``Unreadable`` in its turn. A message of an older
+  connection is never acknowledged: the broker redelivers it.
+* Nothing is acknowledged before it is durable. ``jms.ack=client`` (the default) settles the
+  longest run of delivered messages that are all durable; a message still held (an open
+  transaction not yet spilled) stops the run, and what follows it waits. An adapter whose
+  acknowledgement is cumulative (``cumulative_acks``) sends one, for the run's last message.
+  ``client-individual`` settles each durable message. The broker stops at ``jms.prefetch``
+  unsettled messages, so the capture ends a commit group before (``window``).
+* ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
+  broker's confirmation before the capture may acknowledge the original.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import random
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from msgcap.sources.base import (
+    CONNECTED,
+    CONNECTING,
+    DISCONNECTED,
+    Redelivery,
+    Source,
+    Unreadable,
+    duration_text,
+    failure_words,
+    too_large,
+)
+from msgcap.tally import Tally
+from parsers.model import Message
+from props.errors import MsgcapError, SourceError
+
+log = logging.getLogger("msgcap.source")
+
+# A connection that stayed up this long, or through which a message was acknowledged, worked:
+# after it is lost msgcap reconnects at once and the back-off starts again from its first delay.
+STABLE_SECONDS = 10.0
+# Why a connection ended when the broker closed it (a ``Lost`` reason).
+BROKER_CLOSED = "connection closed by the broker"
+ACK_MODES = ("client", "client-individual")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One ``jms.url`` entry."""
+
+    url: str
+    host: str
+    port: int
+    tls: bool
+
+
+class Backoff:
+    """Delay before the next connection attempt: 0.1 s doubling to 30 s, plus up to 10 % jitter
+    (``rand`` is injectable so tests know the delays)."""
+
+    def __init__(self, first: float = 0.1, cap: float = 30.0, jitter: float = 0.1,
+                 rand: Callable[[], float] = random.random) -> None:
+        self.first, self.cap, self.jitter, self._rand = first, cap, jitter, rand
+        self._next = first
+
+    def delay(self) -> float:
+        """The next delay (and advance)."""
+        base = self._next
+        self._next = min(self._next * 2, self.cap)
+        return base * (1.0 + self.jitter * self._rand())
+
+    def reset(self) -> None:
+        self._next = self.first
+
+
+class ConnectFailed(Exception):
+    """Raised by ``_connect`` for a failure a retry may cure: the core logs it and backs off.
+    ``why`` in words ("connection refused"); ``subscribing``: the connection was made, the
+    subscription failed."""
+
+    def __init__(self, why: str, *, subscribing: bool = False) -> None:
+        super().__init__(why)
+        self.why, self.subscribing = why, subscribing
+
+
+class Lost:
+    """Marker put in the inbox when connection ``epoch`` is gone."""
+
+    __slots__ = ("epoch", "reason")
+
+    def __init__(self, epoch: int, reason: str) -> None:
+        self.epoch, self.reason = epoch, reason
+
+
+class Delivery:
+    """``Message.ack`` of a broker message: its connection (``epoch``), the protocol's handle
+    (``token``: STOMP's ``ack`` header, an AMQP delivery) and whether it is durable
+    (``jms.ack=client`` settles up to the first one that is not)."""
+
+    __slots__ = ("durable", "epoch", "token")
+
+    def __init__(self, epoch: int, token: Any) -> None:
+        self.epoch, self.token, self.durable = epoch, token, False
+
+
+class Inbox:
+    """What the receiver thread hands to the capture thread, in order: messages, ``Unreadable``
+    and ``Lost``.
+
+    The receiver adds a whole read's messages at once and the capture takes all there is at once;
+    the capture waits (on an Event) only when there is nothing, and only then is the Event set. A
+    ``queue.Queue`` takes a lock and a condition per message on both sides, and with them a switch
+    of the GIL.
+    """
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] = collections.deque()
+        self._ready = threading.Event()
+        self._waiting = False  # set before the capture's last look at _items, then it waits
+
+    def put(self, item: Any) -> None:
+        self._items.append(item)
+        self._ready.set()
+
+    def extend(self, items: list[Any]) -> None:
+        self._items.extend(items)
+        if self._waiting:
+            self._ready.set()
+
+    def put_back(self, items: list[Any]) -> None:
+        """Items taken but not used go back in front, in their order."""
+        self._items.extendleft(reversed(items))
+
+    def take(self, timeout: float, limit: int | None = None) -> list[Any]:
+        """All items there are (at most ``limit``); none after ``timeout`` seconds without one."""
+        items = self._items
+        if not items:
+            self._ready.clear()
+            self._waiting = True
+            if not items:  # (items added before _waiting was set are seen here)
+                self._ready.wait(timeout)
+            self._waiting = False
+        count = len(items) if limit is None else min(limit, len(items))
+        popleft = items.popleft
+        return [popleft() for _ in range(count)]
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+class DeadLetters:
+    """``error.destination`` (§10.4): where ``error.policy=discard`` puts a bad message instead
+    of the discard file, with why in ``msgcap-error*`` headers. ``write`` returns once the broker
+    confirmed it, so the capture may then acknowledge the original; same interface as
+    ``msgcap.pipeline.DiscardFile``."""
+
+    def __init__(self, source: BrokerSource, destination: str) -> None:
+        self.source, self.path = source, destination
+
+    def write(self, message: Message, error: MsgcapError, *, raw_id: str | None = None) -> None:
+        extra = {"msgcap-error": getattr(error, "reason", str(error)),
+                 "msgcap-source-destination": self.source.destination,
+                 "msgcap-source-message-id": raw_id or message.id}
+        position = getattr(error, "position", None)
+        if position:
+            extra["msgcap-error-position"] = position
+        self.source.publish_confirmed(self.path, message, extra)
+
+    def close(self) -> None:
+        """Nothing to release: the source's connection carries the messages."""
+
+
+class BrokerSource(Source):
+    """Consumes one destination from the first reachable broker of ``jms.url`` (see the module
+    doc); a protocol adapter fills in the hooks.
+
+    ``backoff`` (the delays between attempts) and ``failures`` (how often failures are logged)
+    are injectable so tests need not wait for their real times."""
+
+    protocol = "STOMP"  # in messages: "a STOMP source"
+    ack_unit = "ACK frames"  # what acknowledges messages on the wire, for the closing log line
+    cumulative_acks = True  # one acknowledgement settles every earlier delivery (jms.ack=client)
+
+    def __init__(self, endpoints: Sequence[Endpoint], destination: str, *, prefetch: int,
+                 ack: str, ack_batch: int | None, id_mode: str, selector: str | None,
+                 client_id: str, max_bytes: int, backoff: Backoff | None = None,
+                 failures: Tally | None = None) -> None:
+        self.endpoints = list(endpoints)
+        self.url = ",".join(e.url for e in self.endpoints)
+        if not destination:
+            raise SourceError(f"jms.destination is required for a {self.protocol} source",
+                              url=self.url)
+        self.destination = destination
+        if ack not in ACK_MODES:
+            raise ValueError(f"ack mode {ack!r}")
+        self.prefetch, self.ack_mode, self.ack_batch = prefetch, ack, ack_batch
+        self.id_mode, self.selector, self.client_id = id_mode, selector, client_id
+        self.max_bytes = max_bytes
+        self._unacked: collections.deque[Delivery] = collections.deque()  # client: in order
+        self._backoff = backoff or Backoff()
+        self._next_attempt = 0.0  # monotonic time of the next connection attempt
+        self._up_since, self._proven = 0.0, False  # the connection's start; whether it worked
+        self._connection = ""  # where it is, for the log
+        self._failures = failures or Tally()  # failed attempts and lost connections: the log
+        self._failures_since: float | None = None  # the first since a connection last worked
+        self._failure_count = 0
+        self._inbox = Inbox()
+        self._stop = threading.Event()
+        self._epoch = 0
+        self._next_endpoint = 0
+        self.endpoint: Endpoint | None = None
+        self.reconnects = 0
+        self.acknowledged = 0  # messages acknowledged, and the acknowledgements that took
+        self.ack_frames = 0
+        self._connection_is(CONNECTING)
+
+    # -- the adapter's hooks --------------------------------------------------------------------
+
+    @abstractmethod
+    def _connect(self, endpoint: Endpoint, epoch: int) -> str:
+        """Connect, authenticate and subscribe (credit/prefetch ``self.prefetch``); the broker's
+        name for the log ("ActiveMQ/5.17.2"). Raise ``ConnectFailed`` for a failure a retry may
+        cure, ``SourceError`` / ``PropertyError`` for one no retry cures. Messages go into
+        ``self._inbox`` with a ``Delivery`` of ``epoch`` as their ``ack``."""
+
+    @abstractmethod
+    def _disconnect(self) -> None:
+        """Drop the current connection (if any) quietly, never waiting long."""
+
+    @abstractmethod
+    def _acknowledge(self, deliveries: list[Delivery]) -> None:
+        """Settle these durable deliveries of the current connection, in delivery order (with
+        ``cumulative_acks`` and ``jms.ack=client``: only the last of the run). Raise on a failed
+        send: the core treats the connection as lost."""
+
+    @abstractmethod
+    def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
+        """Send ``message`` persistent, ``extra`` added to its headers, and wait for the
+        broker's confirmation: None, or the failure in words."""
+
+    def _wait(self, timeout: float, limit: int | None) -> list[Any]:
+        """What arrived (messages, ``Unreadable``, ``Lost``), at most ``limit``: taken from the
+        inbox, which a receiver thread fills. An adapter whose I/O runs on the capture thread
+        pumps it here."""
+        return self._inbox.take(timeout, limit)
+
+    @property
+    def _default_ack_batch(self) -> int | None:
+        """The ``jms.ack.batch`` the broker needs when none is set (None: half the prefetch)."""
+        return None
+
+    # -- the policy -----------------------------------------------------------------------------
+
+    @property
+    def window(self) -> int:  # type: ignore[override]
+        """Unacknowledged messages after which the capture ends its commit group: half the
+        prefetch window, at most ``jms.ack.batch`` (by default ``_default_ack_batch``)."""
+        half = max(1, self.prefetch // 2)
+        batch = self.ack_batch if self.ack_batch is not None else self._default_ack_batch
+        return half if batch is None else min(half, batch)
+
+    def open(self) -> None:
+        """The first connection attempt; if it fails, ``receive_many`` tries again."""
+        self._attempt()
+
+    def _attempt(self) -> None:
+        """One attempt: connect to the next endpoint of the list and subscribe. A failure that
+        a retry may cure is logged (``_failed``) and the next attempt scheduled; one that no
+        retry can cure raises ``SourceError`` / ``PropertyError``."""
+        endpoint = self.endpoints[self._next_endpoint]
+        self._next_endpoint = (self._next_endpoint + 1) % len(self.endpoints)
+        self._epoch += 1
+        try:
+            broker = self._connect(endpoint, self._epoch)
+        except ConnectFailed as exc:
+            what = (f"cannot subscribe at {endpoint.url}" if exc.subscribing
+                    else f"cannot connect to {endpoint.url}")
+            self._failed(what, exc.why)
+            return
+        self.endpoint = endpoint
+        self._connection_is(CONNECTED)
+        self._up_since, self._proven = time.monotonic(), False
+        self._connection = f"{endpoint.url} ({broker}), consuming {self.destination}"
+        # after failures, said once it worked (``_worked``), not at each attempt
+        (log.debug if self._failures_since is not None else log.info)(
+            "connected to %s", self._connection)
+
+    def _failed(self, what: str, why: str, *, at_once: bool = False) -> None:
+        """A connection attempt failed, or a connection was lost (``what``, ``why`` in words):
+        the connection state says why, the next attempt is scheduled (``at_once``, or after the
+        back-off's next delay) and logged, the first failure since a connection last worked at
+        once, the others once per ``TALLY_SECONDS`` with a count."""
+        self._connection_is(CONNECTING if self.connection.state == CONNECTING else DISCONNECTED,
+                            why)
+        what = f"{what}: {why}"
+        delay = 0.0 if at_once else self._backoff.delay()
+        now = time.monotonic()
+        self._next_attempt = now + delay
+        if self._failures_since is None:
+            self._failures_since, self._failure_count = now, 0
+        self._failure_count += 1
+        count = self._failures.add()
+        retry = "reconnecting" if at_once else f"retrying in {delay:.1f} s"
+        if count and not self._failures.span:
+            log.warning("%s; %s (until a connection works, failures are logged once a minute)",
+                        what, retry)
+        elif count:
+            log.warning("%s in the last %.0f s, the last: %s; %s", _failure_text(count),
+                        self._failures.span, what, retry)
+
+    def _worked(self) -> None:
+        """The connection stayed up ``STABLE_SECONDS`` or a message was acknowledged through
+        it: the back-off and the count of failures start again."""
+        self._proven = True
+        self._backoff.reset()
+        self._failures.reset()
+        if self._failures_since is not None:
+            log.info("connected to %s, after %s in %.0f s", self._connection,
+                     _failure_text(self._failure_count), time.monotonic() - self._failures_since)
+        self._failures_since = None
+
+    def _reconnect(self, timeout: float) -> None:
+        """Not connected: the next attempt once it is due, if that is within ``timeout``."""
+        wait = self._next_attempt - time.monotonic()
+        if wait > 0:
+            self._stop.wait(min(wait, timeout))
+            if time.monotonic() < self._next_attempt:
+                return
+        if not self._stop.is_set():
+            self._attempt()
+
+    def _lost(self, reason: str) -> None:
+        """The connection is gone: a connection that worked is tried again at once, one that
+        failed soon after it opened after the back-off's next delay (a broker or proxy that
+        accepts, subscribes and drops each connection must not be hammered)."""
+        url = self.endpoint.url if self.endpoint else self.url
+        up = time.monotonic() - self._up_since
+        proven = self._proven or up >= STABLE_SECONDS
+        if proven:
+            self._worked()
+        self._drop_connection()
+        self.reconnects += 1
+        lasted = duration_text(up)
+        self._failed(url, f"{BROKER_CLOSED} after {lasted}" if reason == BROKER_CLOSED
+                     else f"{reason}; connection closed after {lasted}", at_once=proven)
+
+    def _drop_connection(self) -> None:
+        self._connection_is(DISCONNECTED)
+        self._disconnect()
+        self._unacked.clear()
+        self._inbox.clear()  # it came over the old connection and will be redelivered
+
+    def _over_limit(self, message: Message, size: int) -> Unreadable:
+        """A message whose body of ``size`` bytes was over ``jms.maxbytes`` and not kept: for
+        ``error.policy``, with its headers and an empty body, so that it can be recorded and
+        acknowledged in its turn."""
+        message.body = b""
+        return Unreadable(message, too_large(size, self.max_bytes, source=message.name))
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def receive(self, timeout: float) -> Message | None:
+        messages = self.receive_many(timeout, limit=1)
+        return messages[0] if messages else None
+
+    def receive_many(self, timeout: float, limit: int | None = None) -> list[Message]:
+        if not self.connected:
+            self._reconnect(timeout)
+            if not self.connected:
+                return []
+        if not self._proven and time.monotonic() - self._up_since >= STABLE_SECONDS:
+            self._worked()
+        items = self._wait(timeout, limit)
+        epoch = self._epoch
+        messages: list[Message] = []
+        unacked = self._unacked if self.ack_mode == "client" else None
+        for index, item in enumerate(items):
+            if isinstance(item, Lost):
+                if item.epoch != epoch:
+                    continue  # a marker of a connection we closed ourselves
+                if messages:  # first the messages that came before the loss
+                    self._inbox.put_back(items[index:])
+                    break
+                self._lost(item.reason)
+                raise Redelivery(item.reason)
+            if isinstance(item, Unreadable):  # in its turn, acknowledged in its turn
+                self._inbox.put_back(items[index if messages else index + 1:])
+                if messages:
+                    break
+                if unacked is not None and item.message.ack.epoch == epoch:
+                    unacked.append(item.message.ack)
+                raise item
+            if unacked is not None and item.ack.epoch == epoch:
+                unacked.append(item.ack)
+            messages.append(item)
+        return messages
+
+    def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
+        epoch, connected = self._epoch, self.connected
+        durable = []
+        for message in (*done, *discarded):
+            delivery = message.ack
+            if delivery is None or delivery.epoch != epoch or not connected:
+                continue  # acknowledged already (spilled), or of a lost connection
+            delivery.durable = True
+            durable.append(delivery)
+            message.ack = None
+        if not durable:
+            return
+        if not self._proven:
+            self._worked()
+        self.acknowledged += len(durable)
+        if self.ack_mode == "client":  # the delivered messages up to the first not durable
+            unacked, run = self._unacked, []
+            while unacked and unacked[0].durable:
+                run.append(unacked.popleft())
+            durable = run[-1:] if self.cumulative_acks else run
+        if not durable:
+            return
+        try:
+            self._acknowledge(durable)
+        except Exception as exc:  # noqa: BLE001 - client libraries raise plain Exception subclasses
+            self._lost_while_sending(exc)
+            return
+        self.ack_frames += len(durable)
+
+    def dead_letters(self, destination: str) -> DeadLetters:
+        """``error.destination`` on this source's connection (see ``DeadLetters``)."""
+        return DeadLetters(self, destination)
+
+    def publish_confirmed(self, destination: str, message: Message,
+                          extra: dict[str, str]) -> None:
+        """Publish ``message`` (persistent, plus ``extra`` headers) and wait for the broker's
+        confirmation; raises ``SourceError`` when the broker does not confirm it."""
+        failure: str | None = "not connected"
+        if self.connected:
+            try:
+                failure = self._publish(destination, message, extra)
+            except Exception as exc:  # noqa: BLE001 - client libraries raise plain Exceptions
+                failure = str(exc) or type(exc).__name__
+        if failure is not None:
+            raise SourceError(f"error.destination {destination}: the broker did not confirm "
+                              f"message {message.name} ({failure}); it stays on the queue",
+                              url=self.endpoint.url if self.endpoint else self.url)
+
+    def _lost_while_sending(self, exc: Exception) -> None:
+        """A send failed: the receiver reports the loss too; make sure it is seen."""
+        why = failure_words(exc) if isinstance(exc, OSError) else str(exc) or "connection closed"
+        self._inbox.put(Lost(self._epoch, f"sending failed ({why})"))
+
+    def interrupt(self) -> None:
+        self._stop.set()
+        self._inbox.put(Lost(-1, "interrupted"))
+
+    def close(self) -> None:
+        self._connection_is(DISCONNECTED)
+        self._disconnect()
+        if self.acknowledged:
+            log.info("%d messages acknowledged with %d %s (jms.ack=%s)",
+                     self.acknowledged, self.ack_frames, self.ack_unit, self.ack_mode)
+
+
+def _failure_text(count: int) -> str:
+    return f"{count} connection failure{'' if count == 1 else 's'}"
