@@ -1,0 +1,710 @@
+"""The AMQP 1.0 source (properties.md §8, docs/guide.md "AMQP 1.0"): Artemis, IBM MQ, Azure
+Service Bus, Solace, Qpid and RabbitMQ over python-qpid-proton, a protocol adapter on the broker
+core (``msgcap.sources.broker``), which owns failover, back-off, redelivery, the ack policy and
+dead letters.
+
+* Threading: proton's objects may be touched by one thread only, and its reactor
+  (``proton.reactor.Container``) does its I/O inside ``process()``. The capture thread runs it,
+  in ``_wait`` (as ``proton.utils.BlockingConnection`` does): receiving, settling and publishing
+  happen on one thread, with no lock, no hand-off between threads and no GIL switch per batch,
+  which a 2-core machine shared with the broker feels. The cost: the connection's idle-timeout
+  frames are sent and checked only while the capture calls ``receive_many``, which it does at
+  least once per commit interval, far within any idle timeout a broker asks for.
+* Exactly once: the receiver's link credit is ``jms.prefetch``, given back as messages are
+  accepted, so no more than that many are ever unsettled. A delivery is accepted (disposition
+  ``accepted``, settled) only in ``_acknowledge``, once it is durable; closing the connection
+  gives back whatever is unsettled. Redeliveries are recognised by ``jms.id`` (RabbitMQ keeps the
+  delivery count at 0). AMQP settles per delivery, so ``jms.ack=client`` and
+  ``client-individual`` both settle each durable message (proton coalesces the dispositions).
+* Addresses: on RabbitMQ 3.x (its AMQP 1.0 plugin) ``jms.destination`` is the address as written
+  (``/queue/NAME``, ``/topic/NAME``); elsewhere the address is NAME and the terminus capability
+  ``queue`` or ``topic`` says which, as Qpid JMS sends it. A topic is a durable subscription:
+  container id and link name ``trail.extract``, terminus durable with expiry ``never``; a
+  connection closed (not the link) keeps it.
+* Bodies without guessing: a ``data`` section and an ``amqp-value`` binary are bytes, an
+  ``amqp-value`` string is text, no body is empty bytes; anything else (a sequence, a map, a
+  number) is ``Unreadable``. Headers are named as on STOMP (``HEADERS``) so that ``$JMSMessageID``
+  and ``jms.id`` resolve through the same table (``props.expr.JMS_HEADERS``).
+* ``jms.maxbytes``: the receiver asks for a max-message-size of ``jms.maxbytes`` +
+  ``HEADER_BYTES``, so a conforming broker refuses a larger message before sending it; one that
+  arrives all the same is read whole by proton, and a body over the limit is ``Unreadable`` with
+  an empty body (the core's ``_over_limit``).
+* Failures: a refused login (SASL) or certificate stops capture with one line; anything else
+  (refused connection, lost connection, a detached link) is retried by the core.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
+from msgcap.sources.broker import (
+    BROKER_CLOSED,
+    Backoff,
+    BrokerSource,
+    ConnectFailed,
+    Delivery,
+    Endpoint,
+    Lost,
+)
+from msgcap.sources.tls import TlsFiles, diagnose, tls_files
+from msgcap.tally import Tally
+from parsers.model import Message
+from props.errors import MessageError, PropertyError, SourceError
+
+if TYPE_CHECKING:
+    import proton
+
+log = logging.getLogger("msgcap.source")
+
+PORTS = {"amqp": 5672, "amqps": 5671}
+OPEN_TIMEOUT = 10.0  # connection, login and attach
+CONFIRM_TIMEOUT = 30.0  # the broker's outcome of a message we publish
+CLOSE_TIMEOUT = 2.0
+# The JMS selector filter of the AMQP JMS Mapping (Qpid JMS, Artemis, Solace, IBM MQ, Qpid).
+SELECTOR_DESCRIPTOR = 0x0000468C00000004
+SELECTOR_KEY = "jms-selector"
+# Headers a broker sets or that describe one delivery: not sent as application properties.
+NOT_SENT = frozenset(("message-id", "correlation-id", "destination", "timestamp", "redelivered",
+                      "expires", "persistent", "priority", "type", "reply-to", "subscription",
+                      "ack", "content-length", "receipt", "transaction"))
+# The longest wait in proton's select before ``_wait`` looks whether it was interrupted.
+SLICE = 0.25
+SEND_WINDOW = 500  # messages msgcap send leaves unconfirmed at most
+
+
+def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
+    """``amqp://host:port`` / ``amqps://host:port`` entries (a failover list, in order)."""
+    out = []
+    for url in urls:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in PORTS or not parts.hostname:
+            raise SourceError("expected amqp://host:port or amqps://host:port", url=url)
+        try:
+            port = parts.port or PORTS[parts.scheme]
+        except ValueError:
+            raise SourceError("bad port", url=url) from None
+        out.append(Endpoint(url.strip(), parts.hostname, port, parts.scheme == "amqps"))
+    if not out:
+        raise SourceError("jms.url names no broker")
+    return out
+
+
+def mechanisms_for(configured: Sequence[str], *, user: str | None,
+                    client_cert: str | None) -> str:
+    """The SASL mechanisms to offer: ``jms.sasl.mechanisms`` when set; else PLAIN with a user,
+    EXTERNAL with a client certificate and no user, else ANONYMOUS."""
+    if configured:
+        return " ".join(m.strip().upper() for m in configured)
+    if user:
+        return "PLAIN"
+    return "EXTERNAL" if client_cert else "ANONYMOUS"
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """What the open frame's properties say about the broker (``product``, ``version``)."""
+
+    product: str
+    version: str
+
+    @property
+    def rabbitmq3(self) -> bool:
+        """RabbitMQ before 4: its AMQP 1.0 plugin, with ``/queue/`` and ``/topic/`` addresses,
+        no selectors."""
+        major = self.version.split(".", 1)[0]
+        return self.product == "RabbitMQ" and major.isdigit() and int(major) < 4
+
+    @property
+    def name(self) -> str:
+        if not self.product:
+            return "a broker that does not name itself"
+        return f"{self.product}/{self.version}" if self.version else self.product
+
+
+def broker_of(properties: dict[Any, Any] | None) -> Broker:
+    """The ``Broker`` of an open frame's properties."""
+    props = {str(k): v for k, v in (properties or {}).items()}
+    return Broker(str(props.get("product") or ""), str(props.get("version") or ""))
+
+
+# Terminus durability (AMQP 1.0 §3.5.5): none, configuration, unsettled-state.
+NOT_DURABLE, DURABLE_CONFIGURATION, DURABLE_DELIVERIES = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """Where ``jms.destination`` is on a broker: the AMQP address, the terminus capability
+    (``queue`` or ``topic``) that says which it is, and the terminus durability to ask for."""
+
+    address: str
+    capability: str
+    durability: int
+
+
+def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Node:
+    """The ``Node`` of ``jms.destination`` (``/queue/NAME`` or ``/topic/NAME``) on ``broker``
+    (``subscribe``: a durable subscription to a topic). RabbitMQ 3.x takes the address as
+    written and declares a ``/queue/`` with the terminus's durability: durable, as STOMP
+    declares it (it refuses a non-durable attach to a durable queue)."""
+    kind = "topic" if destination.startswith("/topic/") else "queue"
+    durability = DURABLE_DELIVERIES if subscribe and kind == "topic" else NOT_DURABLE
+    if broker.rabbitmq3:
+        return Node(destination, kind, durability or (DURABLE_CONFIGURATION if kind == "queue"
+                                                      else NOT_DURABLE))
+    return Node(destination.removeprefix(f"/{kind}/"), kind, durability)
+
+
+# -- message conversion ---------------------------------------------------------------------------
+
+def id_text(value: Any) -> str:
+    """A message-id or correlation-id as JMS sees it (Qpid JMS): a string as is, a number
+    ``ID:AMQP_ULONG:n``, a UUID ``ID:AMQP_UUID:...``, binary ``ID:AMQP_BINARY:HEX``."""
+    import uuid
+
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, uuid.UUID):
+        return f"ID:AMQP_UUID:{value}"
+    if isinstance(value, (bytes, memoryview)):
+        return f"ID:AMQP_BINARY:{bytes(value).hex().upper()}"
+    return f"ID:AMQP_ULONG:{value}"
+
+
+def property_text(value: Any) -> str:
+    """An application property's value as text: ``true``/``false``, numbers as Python writes
+    them, binary as hex, ``null`` as the empty string."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (bytes, memoryview)):
+        return bytes(value).hex()
+    return str(value)
+
+
+def headers_of(msg: proton.Message) -> dict[str, str]:
+    """A received message's header fields and application properties, named as on STOMP
+    (the table in docs/guide.md "AMQP 1.0")."""
+    from cproton import (
+        pn_message_get_creation_time,
+        pn_message_get_delivery_count,
+        pn_message_get_expiry_time,
+    )
+
+    handle = msg._msg  # the times in ms as sent (proton's properties turn them into float s)
+    headers = {}
+    if msg.properties:
+        for key, value in msg.properties.items():
+            headers[str(key)] = property_text(value)
+    if msg.id is not None:
+        headers["message-id"] = id_text(msg.id)
+    if msg.correlation_id is not None:
+        headers["correlation-id"] = id_text(msg.correlation_id)
+    created = pn_message_get_creation_time(handle)
+    if created:
+        headers["timestamp"] = str(created)
+    annotations: Any = msg.annotations or {}
+    jms_type = annotations.get("x-opt-jms-type") or msg.subject
+    if jms_type is not None:
+        headers["type"] = str(jms_type)
+    headers["priority"] = str(msg.priority)
+    if msg.durable:
+        headers["persistent"] = "true"
+    expires = pn_message_get_expiry_time(handle)
+    if expires:
+        headers["expires"] = str(expires)
+    if msg.address is not None:
+        headers["destination"] = msg.address
+    if msg.reply_to is not None:
+        headers["reply-to"] = msg.reply_to
+    if pn_message_get_delivery_count(handle) > 0:
+        headers["redelivered"] = "true"
+    return headers
+
+
+def body_of(msg: proton.Message) -> str | bytes | None:
+    """The body as captured: bytes (a ``data`` section, an ``amqp-value`` binary), text (an
+    ``amqp-value`` string), empty bytes (no body); None for anything else."""
+    body: Any = msg.body
+    if type(body) is memoryview or type(body) is bytes:
+        return bytes(body)
+    if type(body) is str:
+        return body
+    if body is None:
+        return b""
+    return None
+
+
+def body_kind(msg: proton.Message) -> str:
+    """Words for a body ``body_of`` does not take."""
+    body: Any = msg.body
+    if isinstance(body, list) and msg.inferred:
+        return "an amqp-sequence"
+    kind = {dict: "map", list: "list"}.get(type(body), type(body).__name__)
+    return f"an amqp-value {kind}"
+
+
+def message_of(msg: proton.Message, ack: Any, max_bytes: int) -> Message | Unreadable:
+    """A received proton message as a ``Message`` (``Unreadable`` for a body of another kind or
+    over ``max_bytes``, with an empty body)."""
+    headers = headers_of(msg)
+    message = Message(headers.get("message-id", ""), headers, b"", ack, None)
+    body = body_of(msg)
+    if body is None:
+        return Unreadable(message, MessageError(
+            f"AMQP body is {body_kind(msg)}: only a data section, an amqp-value string or "
+            "an amqp-value binary can be captured", source=message.name, position="body"))
+    size = body_size(body)
+    if size > max_bytes:
+        from msgcap.sources.base import too_large
+        return Unreadable(message, too_large(size, max_bytes, source=message.name))
+    message.body = body
+    return message
+
+
+def amqp_message(message: Message, extra: dict[str, str] | None = None) -> proton.Message:
+    """What msgcap publishes for ``message``: bytes as a data section, text as an
+    ``amqp-value`` string, headers as application properties except those a broker sets
+    (``NOT_SENT``), ``message-id`` and ``correlation-id`` in their fields, durable unless
+    ``persistent: false``."""
+    import proton
+
+    headers = message.headers
+    properties = {k: v for k, v in headers.items() if k.lower() not in NOT_SENT}
+    if extra:
+        properties.update(extra)
+    body = message.body
+    out = proton.Message(body=body if isinstance(body, str) else bytes(body),
+                         properties=properties or None)
+    out.inferred = not isinstance(body, str)  # bytes: a data section
+    out.durable = headers.get("persistent", "true").strip().lower() != "false"
+    if "message-id" in headers:
+        out.id = headers["message-id"]
+    if "correlation-id" in headers:
+        out.correlation_id = headers["correlation-id"]
+    return out
+
+
+# -- the connection -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How to connect: login, TLS, idle timeout, virtual host, container id."""
+
+    user: str | None = None
+    password: str | None = None
+    mechanisms: str = "ANONYMOUS"
+    tls: TlsFiles | None = None
+    idle_timeout: float = 0.0  # seconds, 0: none
+    vhost: str = "/"
+    container_id: str = "MSGCAP"
+
+
+class Refused(Exception):
+    """A failure no retry cures: a refused login or certificate (the words say which)."""
+
+
+def _ssl_domain(files: TlsFiles) -> proton.SSLDomain:
+    """The broker verified against ``files.ca`` (else the system's CAs), host name included;
+    our certificate shown if configured."""
+    import proton
+
+    domain = proton.SSLDomain(proton.SSLDomain.MODE_CLIENT)
+    ca = files.ca or ssl.get_default_verify_paths().cafile
+    if ca:
+        domain.set_trusted_ca_db(ca)
+    domain.set_peer_authentication(proton.SSLDomain.VERIFY_PEER_NAME, ca)
+    if files.cert:
+        domain.set_credentials(files.cert, files.key or files.cert, None)
+    return domain
+
+
+class Connection:
+    """One AMQP connection whose I/O runs on the calling thread (``pump``): its events are
+    recorded, never acted on from inside proton; received deliveries go to ``arrived`` as
+    ``Message``/``Unreadable`` objects, the end of the connection as ``Lost``."""
+
+    def __init__(self, endpoint: Endpoint, options: Options, *, epoch: int = 0,
+                 max_bytes: int = 1 << 62) -> None:
+        from proton import Message as ProtonMessage
+        from proton.reactor import Container
+
+        self.endpoint, self.options, self.epoch, self.max_bytes = endpoint, options, epoch, max_bytes
+        self.arrived: list[Any] = []
+        self.failure: str | None = None  # why the connection (or an attach) ended, in words
+        self.refused: str | None = None  # a login or certificate refused: no retry cures it
+        self.opened = False
+        self.closing = False
+        self.receiver: Any = None
+        self._senders: dict[str, Any] = {}
+        self._scratch = ProtonMessage()  # decoded into, message after message
+        self.container: Any = Container(self)
+        self.container.start()
+        kwargs: dict[str, Any] = {
+            "reconnect": False, "container_id": options.container_id,
+            "sasl_enabled": True, "allowed_mechs": options.mechanisms,
+            "allow_insecure_mechs": True, "sni": endpoint.host}
+        if options.user:
+            kwargs.update(user=options.user, password=options.password or "")
+        if options.idle_timeout:
+            kwargs["heartbeat"] = options.idle_timeout
+        if options.vhost and options.vhost != "/":
+            kwargs["virtual_host"] = f"vhost:{options.vhost}"
+        if endpoint.tls:
+            assert options.tls is not None
+            kwargs["ssl_domain"] = _ssl_domain(options.tls)
+        scheme = "amqps" if endpoint.tls else "amqp"
+        self.conn = self.container.connect(f"{scheme}://{endpoint.host}:{endpoint.port}",
+                                           **kwargs)
+
+    # -- proton's events (recorded only) --
+
+    def on_connection_remote_open(self, event: Any) -> None:
+        self.opened = True
+
+    def on_connection_remote_close(self, event: Any) -> None:
+        self._ended(_condition_text(event.connection.remote_condition) or BROKER_CLOSED)
+
+    def on_session_remote_close(self, event: Any) -> None:
+        condition = _condition_text(event.session.remote_condition)
+        self._ended("the broker ended the session" + (f" ({condition})" if condition else ""))
+
+    def on_link_remote_close(self, event: Any) -> None:
+        condition = _condition_text(event.link.remote_condition)
+        what = "receiver" if event.link.is_receiver else "sender"
+        self._ended(f"the broker closed the {what} link" + (f" ({condition})" if condition
+                                                            else ""))
+
+    def on_transport_error(self, event: Any) -> None:
+        condition = event.transport.condition
+        name = condition.name if condition is not None else ""
+        text = _condition_text(condition)
+        if name == "amqp:unauthorized-access":
+            self.refused = f"the broker refused the login (SASL {self.options.mechanisms}): {text}"
+        elif name == "proton:io" or not self.opened:
+            text = unreachable(self.endpoint.host, self.endpoint.port, OPEN_TIMEOUT) or text
+        self._ended(text or BROKER_CLOSED)
+
+    def on_transport_closed(self, event: Any) -> None:
+        self._ended(BROKER_CLOSED)
+
+    def on_delivery(self, event: Any) -> None:
+        delivery = event.delivery
+        link = delivery.link
+        if not link.is_receiver or delivery.partial:
+            return  # (a sender's delivery: its outcome is looked at where it is awaited)
+        data = link.recv(delivery.pending)
+        link.advance()
+        msg = self._scratch
+        msg.decode(data)
+        self.arrived.append(message_of(msg, Delivery(self.epoch, delivery), self.max_bytes))
+
+    def _ended(self, why: str) -> None:
+        if self.failure is None:
+            self.failure = why
+            if not self.closing:
+                self.arrived.append(Lost(self.epoch, why))
+
+    # -- driving it --
+
+    def pump(self, timeout: float) -> None:
+        """Do the I/O that is ready, waiting up to ``timeout`` s for some; run the events."""
+        container = self.container
+        if container is None:
+            return
+        container.timeout = timeout
+        try:
+            container.process()
+        except OSError as exc:  # resolving the host name, opening the socket
+            self._ended(failure_words(exc))
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Pump until ``condition()`` or the connection ends or ``timeout`` s pass."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            left = deadline - time.monotonic()
+            if self.failure is not None or left <= 0:
+                return False
+            self.pump(min(left, 1.0))
+        return True
+
+    def open(self) -> Broker:
+        """Wait for the broker's open frame: the broker it names. ``Refused`` for a login or
+        certificate no retry cures, ``ConnectFailed`` otherwise."""
+        if not self.wait_for(lambda: self.opened, OPEN_TIMEOUT):
+            self._failed_open()
+        return broker_of(self.conn.remote_properties)
+
+    def _failed_open(self) -> None:
+        why = self.failure or f"no open frame in {OPEN_TIMEOUT:.0f} s"
+        self.close()
+        if self.refused is not None:
+            raise Refused(self.refused)
+        if self.endpoint.tls and self.options.tls is not None:
+            problem = diagnose(self.endpoint.host, self.endpoint.port, self.options.tls,
+                               url=self.endpoint.url)
+            if problem is not None:
+                if problem.permanent:
+                    raise Refused(problem.reason)
+                why = problem.reason
+        raise ConnectFailed(why)
+
+    def attach_receiver(self, node: Node, *, name: str, selector: str | None) -> Any:
+        """Attach a receiver from ``node`` (no credit yet; a durable subscription never
+        expires); the attached link, or ``ConnectFailed`` when the broker refuses it."""
+        from proton import Described, Terminus, symbol, ulong
+
+        session = self.conn.session()
+        session.open()
+        receiver = session.receiver(name)
+        _terminus(receiver.source, node)
+        if node.durability == Terminus.DELIVERIES:
+            receiver.source.expiry_policy = Terminus.EXPIRE_NEVER
+        if selector:
+            receiver.source.filter.put_dict(
+                {symbol(SELECTOR_KEY): Described(ulong(SELECTOR_DESCRIPTOR), selector)})
+        receiver.max_message_size = self.max_bytes + HEADER_BYTES
+        receiver.open()
+        self._attached(receiver, node.address)
+        self.receiver = receiver
+        return receiver
+
+    def _attached(self, link: Any, address: str) -> None:
+        """Wait for the broker's attach: a link it refuses comes back without a terminus and
+        is detached at once (or its session or connection ends)."""
+        from proton import Endpoint as ProtonEndpoint
+
+        remote = ProtonEndpoint.REMOTE_UNINIT
+        if not self.wait_for(lambda: not (link.state & remote), OPEN_TIMEOUT):
+            raise ConnectFailed(self.failure or f"no answer to the attach in {OPEN_TIMEOUT:.0f} s",
+                                subscribing=True)
+        terminus = link.remote_source if link.is_receiver else link.remote_target
+        if terminus.address is None or self.failure is not None:
+            self.wait_for(lambda: self.failure is not None, 0.5)  # its detach says why
+            raise ConnectFailed(f"the broker refused {address}: "
+                                f"{self.failure or 'no terminus attached'}", subscribing=True)
+
+    def sender(self, node: Node) -> Any:
+        """A sender link to ``node`` (one per address, attached once)."""
+        sender = self._senders.get(node.address)
+        if sender is None:
+            session = self.conn.session()
+            session.open()
+            sender = session.sender(f"msgcap-send-{node.address}")
+            _terminus(sender.target, node)
+            sender.open()
+            self._attached(sender, node.address)
+            self._senders[node.address] = sender
+        return sender
+
+    def close(self) -> None:
+        """Close the connection (not its links: a durable subscription stays), waiting at most
+        ``CLOSE_TIMEOUT`` for the broker; unsettled deliveries go back to the broker."""
+        container = self.container
+        if container is None:
+            return
+        self.closing = True
+        try:
+            if self.failure is None:
+                self.conn.close()
+                self.wait_for(lambda: self.failure is not None, CLOSE_TIMEOUT)
+            transport = self.conn.transport
+            if transport is not None:
+                transport.close_tail()
+                transport.close_head()
+            container.timeout = 0
+            container.process()
+        except Exception as exc:  # noqa: BLE001 - best effort on a connection we are leaving
+            log.debug("closing the AMQP connection failed: %s", exc)
+        finally:
+            self.container = None
+            container.stop_events()
+
+
+def _terminus(terminus: Any, node: Node) -> None:
+    from proton import symbol
+
+    terminus.address = node.address
+    terminus.capabilities.put_symbol(symbol(node.capability))
+    terminus.durability = node.durability
+
+
+def _condition_text(condition: Any) -> str:
+    """An AMQP error condition in words (its description, else its name)."""
+    if condition is None:
+        return ""
+    return str(condition.description or condition.name or "")
+
+
+def outcome(connection: Connection, delivery: Any, timeout: float) -> str | None:
+    """Wait for the broker's outcome of a message we sent: None once accepted, else the
+    failure in words."""
+    from proton import Delivery as ProtonDelivery
+
+    if not connection.wait_for(lambda: delivery.remote_state or delivery.settled, timeout):
+        return connection.failure or f"no outcome within {timeout:.0f} s"
+    state = delivery.remote_state
+    delivery.settle()
+    if state == ProtonDelivery.ACCEPTED:
+        return None
+    return _outcome_text(state, delivery)
+
+
+def _outcome_text(state: int, delivery: Any) -> str:
+    from proton import Delivery as ProtonDelivery
+
+    words: dict[Any, str] = {ProtonDelivery.REJECTED: "rejected", ProtonDelivery.RELEASED: "released",
+             ProtonDelivery.MODIFIED: "modified (not delivered)"}.get(state, f"outcome {state}")
+    condition = _condition_text(getattr(delivery.remote, "condition", None))
+    return f"the broker {words} it" + (f" ({condition})" if condition else "")
+
+
+# -- the source -----------------------------------------------------------------------------------
+
+class AmqpSource(BrokerSource):
+    """Consumes one destination over AMQP 1.0 from the first reachable broker of ``jms.url``
+    (see the module doc)."""
+
+    protocol = "AMQP 1.0"
+    ack_unit = "dispositions"
+    cumulative_acks = False
+
+    def __init__(self, urls: Sequence[str], destination: str, *, user: str | None = None,
+                 password: str | None = None, sasl_mechanisms: Sequence[str] = (),
+                 prefetch: int = 1000, heartbeat: tuple[int, int] = (10000, 10000),
+                 ssl_ca: str | None = None, ssl_cert: str | None = None,
+                 ssl_key: str | None = None, client_id: str = "MSGCAP",
+                 backoff: Backoff | None = None, failures: Tally | None = None,
+                 vhost: str = "/", selector: str | None = None, ack: str = "client",
+                 ack_batch: int | None = None, id_mode: str = "time",
+                 max_bytes: int = 16777216) -> None:
+        endpoints = parse_urls(urls)
+        super().__init__(endpoints, destination, prefetch=prefetch, ack=ack,
+                         ack_batch=ack_batch, id_mode=id_mode, selector=selector,
+                         client_id=client_id, max_bytes=max_bytes, backoff=backoff,
+                         failures=failures)
+        tls = (tls_files(ssl_ca, ssl_cert, ssl_key, url=self.url)  # fail at start
+               if any(e.tls for e in endpoints) else None)
+        self.options = Options(
+            user=user, password=password, tls=tls, vhost=vhost, container_id=client_id,
+            mechanisms=mechanisms_for(sasl_mechanisms, user=user, client_cert=ssl_cert),
+            idle_timeout=heartbeat[1] / 1000)
+        self._conn: Connection | None = None
+        self.broker: Broker | None = None
+
+    @property
+    def topic(self) -> bool:
+        return self.destination.startswith("/topic/")
+
+    def _open(self, endpoint: Endpoint, epoch: int, options: Options) -> tuple[Connection,
+                                                                              Broker]:
+        """Connect and log in; ``SourceError`` for a refusal no retry cures."""
+        conn = Connection(endpoint, options, epoch=epoch, max_bytes=self.max_bytes)
+        try:
+            return conn, conn.open()
+        except Refused as exc:
+            raise SourceError(str(exc), url=endpoint.url) from None
+
+    def _connect(self, endpoint: Endpoint, epoch: int) -> str:
+        """Open, log in, check what the broker can do, attach the receiver and give it
+        ``jms.prefetch`` credit."""
+        conn, broker = self._open(endpoint, epoch, self.options)
+        try:
+            self._refuse(broker, endpoint)
+            receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=True),
+                                            name=self.client_id, selector=self.selector)
+            if self.selector and not _has_selector(receiver):
+                raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS "
+                                    "selector filter (it would deliver every message); remove "
+                                    "jms.selector", prop="jms.selector")
+            receiver.flow(self.prefetch)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self.broker = conn, broker
+        return broker.name
+
+    def _refuse(self, broker: Broker, endpoint: Endpoint) -> None:
+        """What cannot work on ``broker`` stops capture before anything is consumed."""
+        if self.topic and broker.rabbitmq3:
+            name = self.destination.removeprefix("/topic/")
+            raise PropertyError(
+                f"{broker.name} at {endpoint.url} cannot keep a subscription to "
+                f"{self.destination} over AMQP 1.0 (each attach gets a new amq.gen queue, so "
+                "messages sent while msgcap is away would be lost): bind a durable queue to "
+                f"amq.topic with routing key {name} and set jms.destination=/queue/QUEUE, or "
+                "use STOMP", prop="jms.destination")
+        if self.selector and broker.rabbitmq3:
+            raise PropertyError(f"{broker.name} at {endpoint.url} does not apply JMS selectors "
+                                "over AMQP 1.0 (it would deliver every message); remove "
+                                "jms.selector or use a broker that does (RabbitMQ 4, Artemis, "
+                                "IBM MQ, Solace, Qpid)", prop="jms.selector")
+
+    def _disconnect(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _wait(self, timeout: float, limit: int | None) -> list[Any]:
+        """Pump the connection until something arrives, ``timeout`` s pass or ``interrupt``
+        (checked every ``SLICE`` s: a signal does not end proton's select)."""
+        conn, inbox = self._conn, self._inbox
+        items = inbox.take(0, limit)
+        if items or conn is None:
+            return items
+        deadline = time.monotonic() + timeout
+        while not conn.arrived and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            conn.pump(min(left, SLICE))
+        inbox.extend(conn.arrived)
+        conn.arrived = []
+        return inbox.take(0, limit)
+
+    def _acknowledge(self, deliveries: list[Delivery]) -> None:
+        """Accept and settle each durable delivery, give the receiver as much credit back."""
+        from proton import Delivery as ProtonDelivery
+
+        conn = self._conn
+        if conn is None or conn.receiver is None:
+            return
+        accepted = ProtonDelivery.ACCEPTED
+        for delivery in deliveries:
+            token = delivery.token
+            token.update(accepted)
+            token.settle()
+        conn.receiver.flow(len(deliveries))
+        conn.pump(0)  # the dispositions go out now, not at the next wait
+
+    def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
+        conn, broker = self._conn, self.broker
+        if conn is None or broker is None:
+            return "not connected"
+        try:
+            sender = conn.sender(node_of(destination, broker))
+        except ConnectFailed as exc:
+            return exc.why
+        delivery = sender.send(amqp_message(message, extra))
+        failure = outcome(conn, delivery, CONFIRM_TIMEOUT)
+        if conn.arrived:  # what came while we waited, in its turn
+            self._inbox.extend(conn.arrived)
+            conn.arrived = []
+        return failure
+
+
+def _has_selector(receiver: Any) -> bool:
+    """Whether the source the broker attached holds our selector filter."""
+    remote = receiver.remote_source.filter
+    remote.rewind()
+    if not remote.next():
+        return False
+    value = remote.get_object()
+    return isinstance(value, dict) and any(str(k) == SELECTOR_KEY for k in value)

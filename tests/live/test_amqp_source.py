@@ -1,0 +1,320 @@
+"""The AMQP 1.0 source against a real RabbitMQ 3.x (its AMQP 1.0 plugin): body kinds, header
+mapping, accept only after ack, close releases, the credit window, selectors refused, dead
+letters, durable topics, a refused login, a refused connection retried, send and check."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from msgcap.msgid import header_value
+from msgcap.sources.amqp import (
+    AmqpSource,
+    Connection,
+    Node,
+    Options,
+    amqp_message,
+    node_of,
+    outcome,
+    parse_urls,
+)
+from msgcap.sources.amqp import Broker as Peer
+from msgcap.sources.base import CONNECTING, Unreadable
+from msgcap.sources.broker import Backoff
+from parsers.model import Message
+from props.errors import MessageError, PropertyError, SourceError
+from tests.conftest import Broker, _free_port
+
+LOGIN = {"user": "guest", "password": "guest"}
+
+
+@pytest.fixture(scope="module")
+def amqp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private RabbitMQ node with its AMQP 1.0 listener: its amqp:// URL."""
+    port = _free_port()
+    node = Broker(tmp_path_factory.mktemp("rabbitmq-amqp"), _free_port(),
+                  {"MSGCAP_BROKER_OWNER": str(os.getpid()), "MSGCAP_AMQP_PORT": str(port)},
+                  "rabbitmq")
+    node.start()
+    try:
+        yield f"amqp://127.0.0.1:{port}"
+    finally:
+        node.stop()
+
+
+@pytest.fixture
+def queue(amqp: str) -> str:
+    return f"/queue/test-{uuid.uuid4().hex}"
+
+
+def _send(url: str, address: str, *messages: Any) -> None:
+    """Publish proton messages as any AMQP producer would (not msgcap's own send), each
+    confirmed by the broker."""
+    conn = Connection(parse_urls([url])[0], Options(mechanisms="PLAIN", **LOGIN))
+    try:
+        sender = conn.sender(node_of(address, conn.open()))
+        for msg in messages:
+            assert outcome(conn, sender.send(msg), 10) is None
+    finally:
+        conn.close()
+
+
+def _proton(body: Any, **fields: Any) -> Any:
+    import proton
+
+    msg = proton.Message(body=body, **fields)
+    msg.durable = True
+    return msg
+
+
+def _source(url: str, destination: str, **kwargs: Any) -> AmqpSource:
+    kwargs.setdefault("prefetch", 10)
+    return AmqpSource([url], destination, **LOGIN, **kwargs)
+
+
+def _drain(src: AmqpSource, n: int, timeout: float = 20) -> list[Message | Unreadable]:
+    """``n`` messages (an ``Unreadable`` in its place), within ``timeout`` s."""
+    got: list[Message | Unreadable] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        try:
+            got.extend(src.receive_many(0.5, limit=n - len(got)))
+        except Unreadable as exc:
+            got.append(exc)
+    return got
+
+
+def _no_more(src: AmqpSource, seconds: float = 1.0) -> bool:
+    return not src.receive_many(seconds)
+
+
+def _utf8_bytes() -> bytes:
+    return "caf\u00e9 123".encode()
+
+
+@pytest.mark.broker
+def test_body_kinds_and_headers(amqp, queue) -> None:
+    """A data section is bytes even when its bytes are valid UTF-8, an amqp-value string is
+    text; a map or a sequence is a message error naming the message; the header fields and
+    application properties resolve as JMS names them."""
+    sequence = _proton([1, 2], id="seq-1")
+    sequence.inferred = True
+    data = _proton(_utf8_bytes(), id="ID:data-1", correlation_id=42, subject="Order",
+                   creation_time=1700000000.123, reply_to="/queue/replies",
+                   properties={"TableName": "SALES.CUSTOMER", "Count": 7, "Flag": True,
+                               "Raw": b"\x01\xff"})
+    data.inferred = True
+    _send(amqp, queue, data, _proton("caf\u00e9", id=uuid.UUID(int=5)),
+          _proton({"a": 1}, id="map-1"), sequence, _proton(b"\x00\x01", id="binary-value"))
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 5)
+        first, text, mapped, seq, binary = got
+        assert isinstance(first, Message) and first.body == _utf8_bytes()
+        assert first.id == "ID:data-1"
+        assert header_value(first, "JMSMessageID") == "ID:data-1"
+        assert header_value(first, "JMSCorrelationID") == "ID:AMQP_ULONG:42"
+        assert header_value(first, "JMSTimestamp") == "1700000000123"
+        assert header_value(first, "JMSType") == "Order"
+        assert header_value(first, "JMSPriority") == "4"
+        assert header_value(first, "JMSDeliveryMode") == "true"
+        assert header_value(first, "JMSReplyTo") == "/queue/replies"
+        assert first.headers["TableName"] == "SALES.CUSTOMER"
+        assert (first.headers["Count"], first.headers["Flag"], first.headers["Raw"]) == (
+            "7", "true", "01ff")
+        assert isinstance(text, Message) and text.body == "caf\u00e9"
+        assert text.id == f"ID:AMQP_UUID:{uuid.UUID(int=5)}"
+        for bad, words in ((mapped, "amqp-value map"), (seq, "amqp-sequence")):
+            assert isinstance(bad, Unreadable) and bad.message.body == b""
+            assert isinstance(bad.error, MessageError) and words in str(bad.error)
+            assert bad.message.id in str(bad.error)
+        assert isinstance(binary, Message) and binary.body == b"\x00\x01"
+        src.ack(got[:2] + [binary], [mapped.message, seq.message])  # type: ignore[union-attr]
+        assert src.acknowledged == 5
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_accepted_only_after_ack_and_close_releases(amqp, queue) -> None:
+    """Messages not acknowledged come back after a reconnect; acknowledged ones do not."""
+    _send(amqp, queue, *(_proton(f"m{i}", id=f"id-{i}") for i in range(4)))
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 4)
+        assert [m.body for m in got] == ["m0", "m1", "m2", "m3"]  # type: ignore[union-attr]
+        src.ack(got[:2])  # type: ignore[arg-type]
+    finally:
+        src.close()
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        again = _drain(src, 2)
+        assert [m.id for m in again] == ["id-2", "id-3"]  # type: ignore[union-attr]
+        assert _no_more(src)
+        src.ack(again)  # type: ignore[arg-type]
+    finally:
+        src.close()
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        assert _no_more(src)
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_credit_window_bounds_unsettled_deliveries(amqp, queue) -> None:
+    """With jms.prefetch=3 the broker delivers 3 messages until some are accepted."""
+    _send(amqp, queue, *(_proton(f"m{i}") for i in range(8)))
+    src = _source(amqp, queue, prefetch=3)
+    src.open()
+    try:
+        first = _drain(src, 3)
+        assert len(first) == 3 and _no_more(src)
+        src.ack(first[:2])  # type: ignore[arg-type]
+        more = _drain(src, 2)
+        assert [m.body for m in more] == ["m3", "m4"]  # type: ignore[union-attr]
+        assert _no_more(src)
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_selector_refused_on_rabbitmq_3_before_consuming(amqp, queue) -> None:
+    _send(amqp, queue, _proton("kept"))
+    src = _source(amqp, queue, selector="color = 'red'")
+    with pytest.raises(PropertyError, match="jms.selector") as caught:
+        src.open()
+    assert "RabbitMQ/3.10" in str(caught.value)
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        assert [m.body for m in _drain(src, 1)] == ["kept"]  # type: ignore[union-attr]
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_dead_letter_confirmed_before_the_original_is_accepted(amqp, queue) -> None:
+    """The dead letter arrives with the original's body kind and headers plus msgcap-error*;
+    when the broker refuses it, the original stays on the queue."""
+    dead = f"/queue/dead-{uuid.uuid4().hex}"
+    data = _proton(b"\xc3\xa9", id="bad-1", properties={"TableName": "T"})
+    data.inferred = True
+    _send(amqp, queue, data)
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        (bad,) = _drain(src, 1)
+        assert isinstance(bad, Message)
+        src.dead_letters(dead).write(bad, MessageError("no such table", position="line 1"))
+        src.ack([], [bad])
+    finally:
+        src.close()
+    src = _source(amqp, dead)
+    src.open()
+    try:
+        (letter,) = _drain(src, 1)
+        assert isinstance(letter, Message) and letter.body == b"\xc3\xa9"
+        assert letter.headers["TableName"] == "T" and letter.id == "bad-1"
+        assert letter.headers["msgcap-error"] == "no such table"
+        assert letter.headers["msgcap-error-position"] == "line 1"
+        assert letter.headers["msgcap-source-destination"] == queue
+        assert letter.headers["persistent"] == "true"
+        src.ack([letter])
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_dead_letter_refused_leaves_the_original(amqp, queue) -> None:
+    """An address the broker refuses (RabbitMQ 3.x: no /exchange/missing) is a failure in
+    words; the original, not accepted, comes back."""
+    _send(amqp, queue, _proton("poison", id="p-1"))
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        (bad,) = _drain(src, 1)
+        with pytest.raises(SourceError, match="did not confirm message p-1.*stays on the queue"):
+            src.dead_letters(f"/exchange/missing-{uuid.uuid4().hex}").write(
+                bad, MessageError("bad"))  # type: ignore[arg-type]
+    finally:
+        src.close()
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        assert [m.id for m in _drain(src, 1)] == ["p-1"]  # type: ignore[union-attr]
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_durable_topic_refused_on_rabbitmq_3_at_start(amqp) -> None:
+    """RabbitMQ 3.x gives each attach of /topic/X a new amq.gen queue: no subscription would
+    outlive a disconnect, so capture refuses to start instead of losing messages."""
+    src = _source(amqp, f"/topic/test-{uuid.uuid4().hex}", client_id="SALES")
+    with pytest.raises(PropertyError, match="jms.destination") as caught:
+        src.open()
+    assert "amq.topic" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_addresses_per_broker() -> None:
+    """RabbitMQ 3.x: the address as written, queues durable as STOMP declares them; other
+    brokers: the bare name with the capability, a topic as a durable subscription."""
+    rabbit3, artemis = Peer("RabbitMQ", "3.10.8"), Peer("apache-activemq-artemis", "2.31")
+    assert node_of("/queue/orders", rabbit3) == Node("/queue/orders", "queue", 1)
+    assert node_of("/topic/prices", artemis, subscribe=True) == Node("prices", "topic", 2)
+    assert node_of("/topic/prices", artemis) == Node("prices", "topic", 0)
+    assert node_of("/queue/orders/Subscriptions/msgcap", Peer("RabbitMQ", "4.0.5")) == Node(
+        "orders/Subscriptions/msgcap", "queue", 0)
+
+
+@pytest.mark.broker
+def test_wrong_password_is_one_line_and_never_the_password(amqp, queue) -> None:
+    src = AmqpSource([amqp], queue, user="guest", password="s3cret-wrong")
+    with pytest.raises(SourceError) as caught:
+        src.open()
+    text = str(caught.value)
+    assert "refused the login (SASL PLAIN)" in text and "s3cret-wrong" not in text
+    assert "\n" not in text
+
+
+@pytest.mark.broker
+def test_refused_connection_is_retried_with_backoff(amqp, queue) -> None:
+    """Nothing listens on the first URL: the failure is in words, the state connecting, and
+    the next attempt (after the back-off) reaches the second URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"amqp://127.0.0.1:{s.getsockname()[1]}"
+    _send(amqp, queue, _proton("after failover"))
+    src = AmqpSource([dead, amqp], queue, **LOGIN,
+                     backoff=Backoff(first=0.2, jitter=0.0))
+    src.open()
+    try:
+        state = src.connection
+        assert (state.state, state.error) == (CONNECTING, "connection refused")
+        assert _drain(src, 1, timeout=10)[0].body == "after failover"  # type: ignore[union-attr]
+        assert src.connected
+    finally:
+        src.close()
+
+
+def test_amqp_message_kinds_and_fields() -> None:
+    """What msgcap publishes: bytes a data section, text an amqp-value string, message-id in
+    its field, the broker's headers left out, persistent unless said otherwise."""
+    out = amqp_message(Message("x", {"message-id": "ID:7", "destination": "/queue/q",
+                                     "timestamp": "1", "persistent": "false", "k": "v"},
+                               b"\x00"), {"msgcap-error": "e"})
+    assert out.inferred and out.body == b"\x00" and out.id == "ID:7" and not out.durable
+    assert out.properties == {"k": "v", "msgcap-error": "e"}
+    text = amqp_message(Message("y", {}, "t"))
+    assert not text.inferred and text.body == "t" and text.durable and text.id is None
