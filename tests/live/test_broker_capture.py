@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import BROKERS
+from tests.conftest import BROKERS, STOMP_BROKERS
 from tests.live.conftest import send
 
-pytestmark = [pytest.mark.broker,
-              pytest.mark.parametrize("broker", BROKERS, indirect=True)]
+pytestmark = pytest.mark.broker
 
 
+@pytest.mark.parametrize("broker", BROKERS, indirect=True)
 def test_send_then_run_captures_everything_in_order(work, broker, queue) -> None:
     work.properties(jms_url=broker.url, jms_destination=queue)
     assert send(work, broker, queue, [work.body(i) for i in range(1, 201)]) == 200
@@ -23,6 +23,9 @@ def test_send_then_run_captures_everything_in_order(work, broker, queue) -> None
     assert "messages 0" in again.stdout
 
 
+# RabbitMQ 3.x cannot keep a topic subscription over AMQP 1.0: msgcap refuses it at start
+# (tests/live/test_amqp_source.py::test_durable_topic_refused_on_rabbitmq_3_at_start).
+@pytest.mark.parametrize("broker", STOMP_BROKERS, indirect=True)
 def test_a_topic_is_subscribed_durably_under_the_extract_name(work, broker, queue) -> None:
     topic = queue.replace("/queue/", "/topic/")
     work.properties(jms_url=broker.url, jms_destination=topic)
