@@ -11,9 +11,10 @@ at its start, through the same code, read-only:
 * the writer locks (``msgcap.lock.holder``: a live holder is named by its pid), the checkpoint
   and the trail from it (``msgcap.trail.writer.verify_trail``, what ``TrailWriter.open``
   refuses before it changes anything);
-* the source: a spool directory readable and writable; a STOMP broker connected, logged in,
-  TLS verified, the destination subscribed (``jms.selector`` accepted) without consuming
-  anything (``msgcap.sources.probe``), unless told not to connect;
+* the source: a spool directory readable and writable; a STOMP or AMQP 1.0 broker connected,
+  logged in, TLS verified, the destination subscribed (``jms.selector`` accepted) without
+  consuming anything (``msgcap.sources.probe``, ``msgcap.sources.amqp.AmqpProbe``), unless
+  told not to connect;
 * the resolved layout of every table, and, for sample messages, the operations they become.
 
 Checks that do not depend on each other all run: each problem is one line (``problems``), in
@@ -177,12 +178,13 @@ class Check:
             if line is not None:
                 self.say(f"source dir:{spool}: {line}")
             return
+        from msgcap.sources.amqp import AmqpProbe
         from msgcap.sources.probe import StompProbe
 
         probe = self.attempt(lambda: source_for(settings, probe=True))
         if probe is None:
             return
-        assert isinstance(probe, StompProbe)
+        assert isinstance(probe, StompProbe | AmqpProbe)
         if not connect:
             self.say(f"source {probe.url}: not contacted (--no-connect)")
             return

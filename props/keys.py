@@ -24,8 +24,13 @@ GLOBAL_KEYS = frozenset({
     "trail.purge.maxmegabytes", "trail.purge.readers",
     "checkpoint.dir", "archive.dir", "error.policy", "error.file", "error.destination",
     "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
-    "report.heartbeat", "jms.spool.minage", "jms.maxbytes",
+    "report.heartbeat", "jms.spool.minage", "jms.maxbytes", "jms.sasl.mechanisms",
+    "jms.connectionFactory", "java.naming.factory.initial", "java.naming.provider.url",
 })
+
+# First key segments of Qpid JMS's JNDI entries (``connectionfactory.NAME=amqp://…``,
+# ``queue.NAME``, ``topic.NAME``), which props.jndi resolves (§8.2).
+JNDI_HEADS = ("connectionfactory", "queue", "topic")
 
 _OPTYPE_VALS = ("optype.insertval", "optype.updateval", "optype.deleteval")
 _TXIND_VALS = ("txind.beginval", "txind.middleval", "txind.endval", "txind.wholeval")
@@ -44,11 +49,12 @@ SECTION_KEYS: dict[str, frozenset[str]] = {
         "sourcedefs", "rules", "dateformat", "maxbytes", "maxdepth", "userdefs.tables")),
 }
 
-# Properties that are accepted and ignored (§12): quietly, or with one JNDI warning per file.
+# Properties that are accepted and ignored (§12): quietly, or with one JNDI warning per file
+# (the ``java.naming.*`` properties other than the two of GLOBAL_KEYS).
 IGNORED_QUIET = frozenset({"jvm.bootoptions", "gg.log.classpath"})
-IGNORED_JNDI = frozenset({"jms.connectionFactory"})
 IGNORED_JNDI_PREFIX = "java.naming."
-JNDI_WARNING = "msgcap connects without JNDI; set jms.url"
+JNDI_WARNING = ("msgcap reads java.naming.factory.initial and java.naming.provider.url only; "
+                "the user and password are jms.user and jms.password")
 
 # Documented alternative spellings (§14) → canonical property.
 ALIASES: dict[str, str] = {
@@ -66,7 +72,8 @@ RULE_ALIASES = {"schemandtable": "schemaandtable", "optype.insert": "optype.inse
 
 # First key segments that are sections, so not XML rule names.
 RESERVED = frozenset({"parser", "fixed", "delim", "xml", "xmlparser", "jms", "trail",
-                      "checkpoint", "archive", "error", "report", "gg", "jvm", "java"})
+                      "checkpoint", "archive", "error", "report", "gg", "jvm", "java",
+                      *JNDI_HEADS})
 
 # XML rule attributes per rule type (§6.2) and the expression forms each accepts.
 _TXOP = ("timestamp", "timestamp.format", "seqid", "txid", "txname", "txowner")

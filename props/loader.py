@@ -1,8 +1,9 @@
 """Build a validated ``Settings`` from properties entries (properties.md §1–§12, §14).
 
 Steps: parse (javaprops) → reject ``xmlparser.*`` → drop ignored properties → map aliases to
-canonical keys → drop duplicates (last wins) → substitute ``${ENV}`` → classify every key (an
-unknown one is an error with a suggestion) → build each section, checking values.
+canonical keys → drop duplicates (last wins) → substitute ``${ENV}`` → resolve a Qpid JMS JNDI
+configuration (props.jndi) → classify every key (an unknown one is an error with a
+suggestion) → build each section, checking values.
 
 The key tables are in ``props.keys``, the typed reading of one value in ``props.reader``, and
 each section's builder in ``props.sections``; this module puts them together.
@@ -20,12 +21,13 @@ from typing import Literal
 from props.errors import PropertyError
 from props.inputs import read_input
 from props.javaprops import Entry, parse_properties, substitute_env
+from props.jndi import resolve as resolve_jndi
 from props.keys import (
     ALIASES,
     GLOBAL_KEYS,
-    IGNORED_JNDI,
     IGNORED_JNDI_PREFIX,
     IGNORED_QUIET,
+    JNDI_HEADS,
     JNDI_WARNING,
     PARSERS,
     RESERVED,
@@ -57,7 +59,7 @@ from props.text import quoted
 
 # What other modules import from here, where it has always been.
 __all__ = [
-    "ALIASES", "GLOBAL_KEYS", "IGNORED_JNDI", "IGNORED_JNDI_PREFIX", "IGNORED_QUIET",
+    "ALIASES", "GLOBAL_KEYS", "IGNORED_JNDI_PREFIX", "IGNORED_QUIET",
     "JNDI_WARNING", "PARSERS", "RESERVED", "RULE_ALIASES", "RULE_ATTRS", "SECTION_KEYS",
     "check_format", "host_problem", "is_loopback", "load_settings", "path_problem",
     "settings_from_text", "split_host_port",
@@ -90,9 +92,10 @@ def settings_from_text(text: str, file: str = "<string>",
                        env: Mapping[str, str] | None = None) -> Settings:
     """Validate properties given as text (tests, embedded configurations); ``env`` defaults
     to ``os.environ``."""
-    items = _canonical_items(parse_properties(text, file), file,
-                             os.environ if env is None else env)
-    return _build(Reader(items, file))
+    env = os.environ if env is None else env
+    items = _canonical_items(parse_properties(text, file), file, env)
+    jndi = resolve_jndi(items, file, env)
+    return _build(Reader({**items, **jndi.items}, file), jndi.url_missing)
 
 
 # ---- collection -------------------------------------------------------------------------
@@ -101,7 +104,7 @@ def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
                      ) -> dict[str, Pending]:
     """The entries by canonical key, the last of a key winning, ``${ENV}`` substituted."""
     items: dict[str, Pending] = {}
-    jndi_warned = False
+    jndi_ignored: list[str] = []
     for entry in entries:
         key = entry.key
         if key == "xmlparser" or key.startswith("xmlparser."):
@@ -109,10 +112,8 @@ def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
         if key in IGNORED_QUIET:
             log.debug("%s: %s is accepted and ignored", entry.where, key)
             continue
-        if key in IGNORED_JNDI or key.startswith(IGNORED_JNDI_PREFIX):
-            if not jndi_warned:
-                log.warning("%s: %s: ignored: %s", entry.where, key, JNDI_WARNING)
-                jndi_warned = True
+        if key.startswith(IGNORED_JNDI_PREFIX) and key not in GLOBAL_KEYS:
+            jndi_ignored.append(f"{key} (line {entry.line})")
             continue
         canonical = _canonical(entry)
         previous = items.get(canonical)
@@ -120,6 +121,8 @@ def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
             log.warning("%s:%d: %s is set again; line %d wins over line %d", file,
                         entry.line, canonical, entry.line, previous.entry.line)
         items[canonical] = Pending(canonical, entry, entry.value)
+    if jndi_ignored:
+        log.warning("%s: ignored: %s: %s", file, ", ".join(jndi_ignored), JNDI_WARNING)
     for pending in items.values():
         pending.value = substitute_env(pending.value, env, prop=pending.key,
                                        file=file, line=pending.entry.line)
@@ -171,6 +174,10 @@ def _section_of(r: Reader, rules: dict[str, Rule], key: str, candidates: list[st
     if key in GLOBAL_KEYS:
         return "global"
     head = key.partition(".")[0]
+    if head in JNDI_HEADS:
+        if not key[len(head) + 1:]:
+            raise r.error(key, f"names no entry: {head}.NAME")
+        return "global"  # read by props.jndi
     if head in SECTION_KEYS:
         if key in SECTION_KEYS[head]:
             return head
@@ -219,7 +226,7 @@ def _candidates(rules: dict[str, Rule]) -> list[str]:
 
 # ---- build ------------------------------------------------------------------------------
 
-def _build(r: Reader) -> Settings:
+def _build(r: Reader, url_missing: str | None) -> Settings:
     parser_type: ParserType | Literal[""] = r.choice("parser.type", PARSERS, "")
     if not parser_type:
         raise PropertyError("required (fixed, delim or xml)", prop="parser.type",
@@ -238,7 +245,7 @@ def _build(r: Reader) -> Settings:
         fixed=sections["fixed"],  # type: ignore[arg-type]
         delim=sections["delim"],  # type: ignore[arg-type]
         xml=sections["xml"],  # type: ignore[arg-type]
-        jms=jms_settings(r),
+        jms=jms_settings(r, url_missing),
         trail=trail,
         checkpoint_dir=r.path("checkpoint.dir") or _SETTINGS.checkpoint_dir,
         archive_dir=r.path("archive.dir"),
@@ -246,5 +253,5 @@ def _build(r: Reader) -> Settings:
         log=log_settings(r),
         report_http=report_http(r),
         report_heartbeat=report_heartbeat(r),
-        lines={key: p.entry.line for key, p in r.items.items()},
+        lines={key: p.entry.line for key, p in r.items.items() if p.entry.file == r.file},
     )

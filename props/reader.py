@@ -140,11 +140,14 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(slots=True)
 class Pending:
-    """The canonical entry of a key during loading."""
+    """The canonical entry of a key during loading. ``via`` names the JNDI entry (or URL
+    option) a value was resolved from (props.jndi): ``entry`` is then that entry, maybe of
+    another file, and errors name both."""
 
     key: str
     entry: Entry
     value: str
+    via: str | None = None
 
 
 class Reader:
@@ -160,11 +163,15 @@ class Reader:
 
     def where(self, key: str) -> str:
         """``file:line`` of a key, for a warning (the file alone when the key is unset)."""
-        line = self.line(key)
-        return f"{self.file}:{line}" if line else self.file
+        pending = self.items.get(key)
+        return pending.entry.where if pending else self.file
 
     def error(self, key: str, reason: str) -> PropertyError:
-        return PropertyError(reason, prop=key, file=self.file, line=self.line(key))
+        pending = self.items.get(key)
+        if pending is None:
+            return PropertyError(reason, prop=key, file=self.file)
+        prop = f"{key} ({pending.via})" if pending.via else key
+        return PropertyError(reason, prop=prop, file=pending.entry.file, line=pending.entry.line)
 
     def raw(self, key: str) -> str | None:
         pending = self.items.get(key)

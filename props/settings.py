@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from props.errors import PropertyError
 from props.expr import Expr, XPath
 
 _NOWHERE = 0
@@ -27,6 +28,11 @@ ByteOrder = Literal["big", "little"]
 ErrorPolicy = Literal["abend", "discard"]
 LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG"]
 AckMode = Literal["client", "client-individual"]
+
+# What jms.url accepts, as its errors say it (properties.md §8).
+URL_FORMS = ("stomp://host:port, stomp+ssl://host:port, amqp://host:port, amqps://host:port "
+             "or dir:PATH")
+URL_REQUIRED = f"required: {URL_FORMS}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +237,9 @@ class JmsSettings:
     ssl_ca: str | None = None
     ssl_cert: str | None = None
     ssl_key: str | None = None
-    vhost: str = "/"  # the CONNECT frame's host header (RabbitMQ's virtual host)
-    selector: str | None = None  # JMS selector, ActiveMQ only
+    vhost: str = "/"  # STOMP CONNECT's host header, AMQP open's hostname ``vhost:NAME``
+    selector: str | None = None  # JMS selector (ActiveMQ over STOMP; AMQP's selector filter)
+    sasl_mechanisms: tuple[str, ...] = ()  # AMQP only; empty: derived from the credentials
     ack: AckMode = "client"  # cumulative; "client-individual": one ACK per message
     ack_batch: int | None = None  # most messages per commit group; None: the broker's default
     id: str = "time"  # 'ogg' | 'time' | 'activemq' | a header name | 'module:function'
@@ -242,6 +249,16 @@ class JmsSettings:
     report_records: int | None = None
     spool_minage: float = 0.0  # seconds a spool file must be unchanged before it is read
     maxbytes: int = 16777216  # largest message body, from any source (a larger one is refused)
+    # Why jms.url is unset although the file speaks of JNDI, and what to set: one whole line
+    # (file:line: property: reason), said instead of "jms.url: required" (props.jndi).
+    url_missing: str | None = None
+
+    def url_required(self, reason: str = URL_REQUIRED) -> PropertyError:
+        """The error of a command that needs a broker and finds no ``jms.url``: the JNDI line
+        when there is one (it says what to set), else ``reason``."""
+        if self.url_missing is not None:
+            return PropertyError(self.url_missing)
+        return PropertyError(reason, prop="jms.url")
 
     @property
     def is_dir(self) -> bool:

@@ -2,7 +2,7 @@
 
 For demos, tests and load (properties.md §13): each dump entry is sent with its headers to
 ``jms.destination`` on the first reachable ``jms.url`` broker, persistent unless the entry says
-otherwise. Text bodies go without ``content-length`` (JMS TextMessage), bytes (``body_b64``
+otherwise; over AMQP 1.0 as ``send_over_amqp`` says. Text bodies go without ``content-length`` (JMS TextMessage), bytes (``body_b64``
 entries, one-message files) with it (BytesMessage): a body's kind is what the dump says, never
 what its bytes look like. Every ``RECEIPT_EVERY``-th frame and the last one ask for a receipt (without
 waiting for it), so when the command returns the broker has every message, and when the broker
@@ -14,6 +14,7 @@ name, then rename) that the spool source reads in send order.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import itertools
 import json
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("stomp.py").setLevel(logging.ERROR)
     jms = settings.jms
     if not jms.url:
-        raise PropertyError("required by msgcap send", prop="jms.url")
+        raise jms.url_required("required by msgcap send")
     if args.skip < 0:
         raise PropertyError("must not be negative", prop="--skip")
     paths = expand_inputs(args.dumps)
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if jms.url[0].startswith("dir:"):
         count = send_to_spool(jms.url[0][4:], messages())
         where = jms.url[0]
+    elif jms.url[0].lower().startswith(("amqp://", "amqps://")):
+        count, where = send_over_amqp(settings, messages())
     else:  # the loader made sure a broker URL comes with jms.destination
         count, where = send_to_broker(settings, messages())
     elapsed = time.monotonic() - started
@@ -202,6 +205,87 @@ def send_to_broker(settings: Settings, messages: Iterable[Message]) -> tuple[int
                 conn.disconnect()
         return count, f"{endpoint.url} {jms.destination}"
     raise SourceError("no broker reachable: " + "; ".join(errors), url=",".join(jms.url))
+
+
+def send_over_amqp(settings: Settings, messages: Iterable[Message]) -> tuple[int, str]:
+    """Publish over AMQP 1.0 (``msgcap.sources.amqp.amqp_message``: bytes as a data section,
+    text as an amqp-value string, headers as application properties) to the first reachable
+    broker; at most ``SEND_WINDOW`` messages wait for the broker's outcome, and the count of
+    confirmed ones is that of the accepted messages in send order. Returns (count, where)."""
+    from msgcap.sources.amqp import (
+        SEND_WINDOW,
+        ConnectFailed,
+        Connection,
+        Refused,
+        amqp_message,
+        node_of,
+        options_for,
+        parse_urls,
+    )
+    from props.errors import SourceError
+
+    jms = settings.jms
+    assert jms.destination is not None  # (main refused a missing one)
+    endpoints = parse_urls(jms.url)
+    options = options_for(endpoints, user=jms.user, password=jms.password,
+                          sasl_mechanisms=jms.sasl_mechanisms,
+                          ssl_ca=jms.ssl_ca, ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
+                          heartbeat=jms.heartbeat, vhost=jms.vhost, container_id=None)
+    errors: list[str] = []
+    for endpoint in endpoints:
+        conn = Connection(endpoint, options)
+        try:
+            sender = conn.sender(node_of(jms.destination, conn.open()))
+        except Refused as exc:
+            raise SourceError(str(exc), url=endpoint.url) from None
+        except ConnectFailed as exc:
+            conn.close()
+            errors.append(f"{endpoint.url}: {exc.why}")
+            continue
+        count = confirmed = 0
+        unsettled: collections.deque[Any] = collections.deque()
+
+        try:
+            for message in messages:
+                unsettled.append(sender.send(amqp_message(message)))
+                count += 1
+                confirmed += _accepted(conn, unsettled, SEND_WINDOW)
+            confirmed += _accepted(conn, unsettled, 0)
+        except SourceError as exc:
+            raise SourceError(_partial(exc.reason, count, confirmed),
+                              url=endpoint.url) from None
+        finally:
+            conn.close()
+        return count, f"{endpoint.url} {jms.destination}"
+    raise SourceError("no broker reachable: " + "; ".join(errors), url=",".join(jms.url))
+
+
+def _accepted(conn: Any, unsettled: collections.deque[Any], wait: int) -> int:
+    """Pump ``conn`` until at most ``wait`` deliveries wait for their outcome: how many of the
+    oldest were accepted (``SourceError`` for any other outcome, a lost connection, or none
+    within ``RECEIPT_TIMEOUT``)."""
+    from msgcap.sources.amqp import outcome_text
+    from props.errors import SourceError
+
+    accepted = 0
+    deadline = time.monotonic() + RECEIPT_TIMEOUT
+    while unsettled:
+        delivery = unsettled[0]
+        if delivery.remote_state or delivery.settled:
+            unsettled.popleft()
+            delivery.settle()
+            if delivery.remote_state != delivery.ACCEPTED:
+                raise SourceError(outcome_text(delivery.remote_state, delivery))
+            accepted += 1
+            continue
+        if len(unsettled) <= wait:
+            break
+        if conn.failure is not None:
+            raise SourceError(conn.failure)
+        if time.monotonic() > deadline:
+            raise SourceError(f"no outcome within {RECEIPT_TIMEOUT:.0f} s")
+        conn.pump(1.0)
+    return accepted
 
 
 def _send(conn: Any, destination: str, frame: tuple[bytes, dict[str, str]], number: int, *,

@@ -1,4 +1,5 @@
-"""Live message sources for ``msgcap run``: the STOMP broker source and the spool directory.
+"""Live message sources for ``msgcap run``: the STOMP and AMQP 1.0 broker sources and the spool
+directory.
 
 ``source_for(settings)`` picks one from ``jms.url`` (properties.md §8); both implement
 ``msgcap.sources.base.Source``.
@@ -9,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from msgcap.sources.base import Redelivery, Source
-from props.errors import PropertyError
 
 if TYPE_CHECKING:
     from props.settings import Settings
@@ -18,8 +18,9 @@ __all__ = ["Redelivery", "Source", "source_for"]
 
 
 def source_for(settings: Settings, *, probe: bool = False) -> Source:
-    """The source ``jms.url`` names: ``dir:PATH`` or a list of ``stomp[+ssl]://`` brokers
-    (``probe``: a broker's as ``msgcap check`` looks at it, ``msgcap.sources.probe``).
+    """The source ``jms.url`` names: ``dir:PATH``, a list of ``stomp[+ssl]://`` brokers or of
+    ``amqp[s]://`` brokers (``probe``: a broker's as ``msgcap check`` looks at it,
+    ``msgcap.sources.probe``, ``msgcap.sources.amqp.AmqpProbe``).
 
     The URLs and the destination were validated when the properties were loaded
     (``props.loader``); only their presence is a matter of the command.
@@ -27,17 +28,26 @@ def source_for(settings: Settings, *, probe: bool = False) -> Source:
     jms = settings.jms
     urls = tuple(jms.url)
     if not urls:
-        raise PropertyError("required: stomp://host:port, stomp+ssl://host:port or dir:PATH",
-                            prop="jms.url")
+        raise jms.url_required()
     if urls[0].startswith("dir:"):
         from msgcap.sources.spool import SpoolSource
         return SpoolSource(urls[0], min_age=jms.spool_minage, max_bytes=jms.maxbytes)
+    assert jms.destination is not None  # the loader requires it beside a broker URL
+    if urls[0].lower().startswith(("amqp://", "amqps://")):
+        from msgcap.sources.amqp import AmqpProbe, AmqpSource
+        amqp = AmqpProbe if probe else AmqpSource
+        return amqp(urls, jms.destination, user=jms.user, password=jms.password,
+                    sasl_mechanisms=jms.sasl_mechanisms,
+                    prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
+                    ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key,
+                    client_id=settings.trail.extract, vhost=jms.vhost, selector=jms.selector,
+                    ack=jms.ack, ack_batch=jms.ack_batch, id_mode=jms.id,
+                    max_bytes=jms.maxbytes)
     from msgcap.sources.stomp import StompSource
     kind = StompSource
     if probe:
         from msgcap.sources.probe import StompProbe
         kind = StompProbe
-    assert jms.destination is not None  # the loader requires it beside a STOMP URL
     return kind(urls, jms.destination, user=jms.user, password=jms.password,
                 prefetch=jms.prefetch, heartbeat=jms.heartbeat, ssl_ca=jms.ssl_ca,
                 ssl_cert=jms.ssl_cert, ssl_key=jms.ssl_key, client_id=settings.trail.extract,

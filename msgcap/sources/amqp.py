@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
 from msgcap.sources.broker import (
@@ -122,6 +122,12 @@ class Broker:
         return self.product == "RabbitMQ" and major.isdigit() and int(major) < 4
 
     @property
+    def rabbitmq4(self) -> bool:
+        """RabbitMQ 4 or later: native AMQP 1.0 with v2 addresses (``/queues/NAME``); the v1
+        forms of 3.x are deprecated there."""
+        return self.product == "RabbitMQ" and not self.rabbitmq3
+
+    @property
     def name(self) -> str:
         if not self.product:
             return "a broker that does not name itself"
@@ -152,13 +158,18 @@ def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Nod
     """The ``Node`` of ``jms.destination`` (``/queue/NAME`` or ``/topic/NAME``) on ``broker``
     (``subscribe``: a durable subscription to a topic). RabbitMQ 3.x takes the address as
     written and declares a ``/queue/`` with the terminus's durability: durable, as STOMP
-    declares it (it refuses a non-durable attach to a durable queue)."""
+    declares it (it refuses a non-durable attach to a durable queue). RabbitMQ 4 gets the v2
+    address of a queue, ``/queues/NAME`` with NAME percent-encoded. A NAME that is itself an
+    address (it starts with ``/``: ``/queue//exchanges/x/k``) is sent as written."""
     kind = "topic" if destination.startswith("/topic/") else "queue"
     durability = DURABLE_DELIVERIES if subscribe and kind == "topic" else NOT_DURABLE
     if broker.rabbitmq3:
         return Node(destination, kind, durability or (DURABLE_CONFIGURATION if kind == "queue"
                                                       else NOT_DURABLE))
-    return Node(destination.removeprefix(f"/{kind}/"), kind, durability)
+    name = destination.removeprefix(f"/{kind}/")
+    if broker.rabbitmq4 and kind == "queue" and not name.startswith("/"):
+        name = f"/queues/{quote(name, safe='')}"
+    return Node(name, kind, durability)
 
 
 # -- message conversion ---------------------------------------------------------------------------
@@ -192,7 +203,7 @@ def property_text(value: Any) -> str:
 def headers_of(msg: proton.Message) -> dict[str, str]:
     """A received message's header fields and application properties, named as on STOMP
     (the table in docs/guide.md "AMQP 1.0")."""
-    from cproton import (
+    from cproton import (  # type: ignore[import-untyped]
         pn_message_get_creation_time,
         pn_message_get_delivery_count,
         pn_message_get_expiry_time,
@@ -247,7 +258,8 @@ def body_kind(msg: proton.Message) -> str:
     body: Any = msg.body
     if isinstance(body, list) and msg.inferred:
         return "an amqp-sequence"
-    kind = {dict: "map", list: "list"}.get(type(body), type(body).__name__)
+    kinds: dict[Any, str] = {dict: "map", list: "list"}
+    kind = kinds.get(type(body), type(body).__name__)
     return f"an amqp-value {kind}"
 
 
@@ -304,7 +316,21 @@ class Options:
     tls: TlsFiles | None = None
     idle_timeout: float = 0.0  # seconds, 0: none
     vhost: str = "/"
-    container_id: str = "MSGCAP"
+    container_id: str | None = None  # None: proton makes one up
+
+
+def options_for(endpoints: Sequence[Endpoint], *, user: str | None, password: str | None,
+                sasl_mechanisms: Sequence[str], ssl_ca: str | None, ssl_cert: str | None,
+                ssl_key: str | None, heartbeat: tuple[int, int], vhost: str,
+                container_id: str | None) -> Options:
+    """The ``Options`` of the ``jms.*`` properties; the TLS files are checked here, at start,
+    when an endpoint uses TLS; ``heartbeat``'s second number is the idle timeout (ms)."""
+    url = ",".join(e.url for e in endpoints)
+    tls = (tls_files(ssl_ca, ssl_cert, ssl_key, url=url) if any(e.tls for e in endpoints)
+           else None)
+    return Options(user=user, password=password, tls=tls, vhost=vhost,
+                   container_id=container_id, idle_timeout=heartbeat[1] / 1000,
+                   mechanisms=mechanisms_for(sasl_mechanisms, user=user, client_cert=ssl_cert))
 
 
 class Refused(Exception):
@@ -554,16 +580,18 @@ def outcome(connection: Connection, delivery: Any, timeout: float) -> str | None
     delivery.settle()
     if state == ProtonDelivery.ACCEPTED:
         return None
-    return _outcome_text(state, delivery)
+    return outcome_text(state, delivery)
 
 
-def _outcome_text(state: int, delivery: Any) -> str:
+def outcome_text(state: Any, delivery: Any) -> str:
     from proton import Delivery as ProtonDelivery
 
-    words: dict[Any, str] = {ProtonDelivery.REJECTED: "rejected", ProtonDelivery.RELEASED: "released",
-             ProtonDelivery.MODIFIED: "modified (not delivered)"}.get(state, f"outcome {state}")
+    names: dict[Any, str] = {ProtonDelivery.REJECTED: "rejected",
+                             ProtonDelivery.RELEASED: "released",
+                             ProtonDelivery.MODIFIED: "modified (not delivered)"}
     condition = _condition_text(getattr(delivery.remote, "condition", None))
-    return f"the broker {words} it" + (f" ({condition})" if condition else "")
+    return (f"the broker {names.get(state, f'gave outcome {state} to')} it"
+            + (f" ({condition})" if condition else ""))
 
 
 # -- the source -----------------------------------------------------------------------------------
@@ -590,12 +618,10 @@ class AmqpSource(BrokerSource):
                          ack_batch=ack_batch, id_mode=id_mode, selector=selector,
                          client_id=client_id, max_bytes=max_bytes, backoff=backoff,
                          failures=failures)
-        tls = (tls_files(ssl_ca, ssl_cert, ssl_key, url=self.url)  # fail at start
-               if any(e.tls for e in endpoints) else None)
-        self.options = Options(
-            user=user, password=password, tls=tls, vhost=vhost, container_id=client_id,
-            mechanisms=mechanisms_for(sasl_mechanisms, user=user, client_cert=ssl_cert),
-            idle_timeout=heartbeat[1] / 1000)
+        self.options = options_for(endpoints, user=user, password=password,
+                                   sasl_mechanisms=sasl_mechanisms, ssl_ca=ssl_ca,
+                                   ssl_cert=ssl_cert, ssl_key=ssl_key, heartbeat=heartbeat,
+                                   vhost=vhost, container_id=client_id)
         self._conn: Connection | None = None
         self.broker: Broker | None = None
 
@@ -617,30 +643,38 @@ class AmqpSource(BrokerSource):
         ``jms.prefetch`` credit."""
         conn, broker = self._open(endpoint, epoch, self.options)
         try:
-            self._refuse(broker, endpoint)
-            receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=True),
-                                            name=self.client_id, selector=self.selector)
-            if self.selector and not _has_selector(receiver):
-                raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS "
-                                    "selector filter (it would deliver every message); remove "
-                                    "jms.selector", prop="jms.selector")
-            receiver.flow(self.prefetch)
+            self._subscribe(conn, broker, endpoint, durable=True).flow(self.prefetch)
         except BaseException:
             conn.close()
             raise
         self._conn, self.broker = conn, broker
         return broker.name
 
+    def _subscribe(self, conn: Connection, broker: Broker, endpoint: Endpoint, *,
+                   durable: bool) -> Any:
+        """Attach the receiver (a topic as a durable subscription if ``durable``), refusing
+        what cannot work (``_refuse``) and a selector the broker did not take."""
+        self._refuse(broker, endpoint)
+        receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
+                                        name=self.client_id, selector=self.selector)
+        if self.selector and not _has_selector(receiver):
+            raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS selector "
+                                "filter (it would deliver every message); remove jms.selector",
+                                prop="jms.selector")
+        return receiver
+
     def _refuse(self, broker: Broker, endpoint: Endpoint) -> None:
         """What cannot work on ``broker`` stops capture before anything is consumed."""
-        if self.topic and broker.rabbitmq3:
+        if self.topic and broker.product == "RabbitMQ":
             name = self.destination.removeprefix("/topic/")
+            why = ("each attach gets a new amq.gen queue" if broker.rabbitmq3
+                   else "it consumes from queues only")
             raise PropertyError(
                 f"{broker.name} at {endpoint.url} cannot keep a subscription to "
-                f"{self.destination} over AMQP 1.0 (each attach gets a new amq.gen queue, so "
-                "messages sent while msgcap is away would be lost): bind a durable queue to "
-                f"amq.topic with routing key {name} and set jms.destination=/queue/QUEUE, or "
-                "use STOMP", prop="jms.destination")
+                f"{self.destination} over AMQP 1.0 ({why}, so messages sent while msgcap is "
+                "away would be lost): bind a durable queue to amq.topic with routing key "
+                f"{name} and set jms.destination=/queue/QUEUE, or use STOMP",
+                prop="jms.destination")
         if self.selector and broker.rabbitmq3:
             raise PropertyError(f"{broker.name} at {endpoint.url} does not apply JMS selectors "
                                 "over AMQP 1.0 (it would deliver every message); remove "
@@ -708,3 +742,37 @@ def _has_selector(receiver: Any) -> bool:
         return False
     value = remote.get_object()
     return isinstance(value, dict) and any(str(k) == SELECTOR_KEY for k in value)
+
+
+class AmqpProbe(AmqpSource):
+    """``msgcap check``'s look over AMQP 1.0: connect, log in and attach the receiver as
+    ``msgcap run`` does (same refusals, the selector filter checked), but without credit, so
+    the broker delivers nothing; a topic without a durable subscription (one under the
+    capture's name would take its place); container id and link name the extract's with
+    ``-check`` added, so a running capture is not disturbed. Each ``jms.url`` entry is tried
+    once, without back-off."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["client_id"] = f"{kwargs.get('client_id', 'MSGCAP')}-check"
+        super().__init__(*args, **kwargs)
+
+    def probe(self) -> str:
+        """What was reached; ``SourceError`` / ``PropertyError`` when nothing works."""
+        failures = []
+        for endpoint in self.endpoints:
+            try:
+                conn, broker = self._open(endpoint, 0, self.options)
+            except ConnectFailed as exc:
+                failures.append(f"cannot connect to {endpoint.url}: {exc.why}")
+                continue
+            try:
+                self._subscribe(conn, broker, endpoint, durable=False)
+            except ConnectFailed as exc:
+                failures.append(f"cannot subscribe at {endpoint.url}: {exc.why}")
+                continue
+            finally:
+                conn.close()
+            selector = " (jms.selector accepted)" if self.selector else ""
+            return (f"{endpoint.url}: connected to {broker.name}, subscribed to "
+                    f"{self.destination}{selector}; disconnected, nothing consumed")
+        raise SourceError("; ".join(failures), url=self.url)

@@ -2,7 +2,12 @@
 protocol. A protocol adapter (``msgcap.sources.stomp``) subclasses ``BrokerSource`` and speaks
 only its wire: it connects, subscribes, turns what arrives into ``Message`` objects, settles
 deliveries and publishes (the hooks ``_connect``, ``_disconnect``, ``_acknowledge``,
-``_publish`` and, if its I/O runs on the capture thread, ``_wait``).
+``_publish`` and, if its I/O runs on the capture thread, ``_wait``). It says what its wire does
+in class attributes: ``protocol`` (its name in messages), ``cumulative_acks`` (one
+acknowledgement settles every earlier delivery), ``ack_unit`` (what the closing line counts),
+``_default_ack_batch`` (a commit window the broker needs). Its messages carry a ``Delivery``
+(connection epoch, the protocol's handle) as ``Message.ack``; ``ConnectFailed`` is a failure to
+retry; ``Lost`` in the inbox is a lost connection.
 
 * Failover: ``jms.url`` is a list of ``Endpoint``s tried in turn, one per attempt, with a
   growing delay (``Backoff``) between failed attempts. A connection that worked (up

@@ -355,6 +355,7 @@ class StompSource(BrokerSource):
         return deliver
 
     def _acknowledge(self, deliveries: list[Delivery]) -> None:
+        """One ACK frame each (``jms.ack=client``: the core gives the last of the run)."""
         conn = self._conn
         for delivery in deliveries:
             conn.ack(delivery.token)

@@ -21,7 +21,7 @@ def error_settings(r: Reader) -> ErrorSettings:
             raise r.error("error.destination", "needs error.policy=discard")
         url = r.text("jms.url") or ""
         if not url or url.startswith("dir:"):
-            raise r.error("error.destination", "needs a STOMP broker in jms.url")
+            raise r.error("error.destination", "needs a broker in jms.url")
     return ErrorSettings(
         policy=policy, destination=destination,
         file=r.path("error.file") or _ERROR.file)

@@ -5,26 +5,33 @@ from __future__ import annotations
 import re
 
 from props.reader import UNSIGNED, Reader, path_problem, split_host_port, split_list
-from props.settings import IdKind, JmsSettings
+from props.settings import URL_FORMS, IdKind, JmsSettings
 from props.text import quoted
 
 _JMS = JmsSettings()  # the defaults of unset properties
+_PROTOCOLS = {"stomp": "STOMP", "stomp+ssl": "STOMP", "amqp": "AMQP", "amqps": "AMQP"}
+AMQP_PORTS = {"amqp": 5672, "amqps": 5671}  # when an amqp[s]:// URL names none
+# RFC 4422: upper-case letters, digits, '-' and '_', at most 20 characters.
+_SASL_MECHANISM = re.compile(r"[A-Z0-9_\-]{1,20}\Z")
 _NAMED_ID_KINDS: dict[str, IdKind] = {"ogg": "ogg", "time": "time", "activemq": "activemq"}
 _CALLABLE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def jms_settings(r: Reader) -> JmsSettings:
+def jms_settings(r: Reader, url_missing: str | None = None) -> JmsSettings:
+    """``url_missing``: props.jndi's line for a file that speaks of JNDI but gives no jms.url."""
     urls: tuple[str, ...] = ()
     url_text = r.text("jms.url")
     if url_text is not None:
         urls = tuple(_url(r, item) for item in split_list(url_text))
         if len(urls) > 1 and any(u.startswith("dir:") for u in urls):
             raise r.error("jms.url", "dir:PATH cannot be part of a failover list")
+        if len({protocol(u) for u in urls}) > 1:
+            raise r.error("jms.url", "a failover list cannot mix STOMP and AMQP brokers")
     destination = r.text("jms.destination")
     if destination is not None:
         destination = broker_destination(r, destination)
     elif any(not u.startswith("dir:") for u in urls):
-        raise r.error("jms.url", "a STOMP source needs jms.destination")
+        raise r.error("jms.url", "a broker source needs jms.destination")
     ssl_cert, ssl_key = r.path("jms.ssl.cert"), r.path("jms.ssl.key")
     if ssl_cert and not ssl_key:
         raise r.error("jms.ssl.cert", "requires jms.ssl.key")
@@ -39,6 +46,7 @@ def jms_settings(r: Reader) -> JmsSettings:
         heartbeat=_heartbeat(r),
         ssl_ca=r.path("jms.ssl.ca"), ssl_cert=ssl_cert, ssl_key=ssl_key,
         vhost=r.text("jms.vhost") or _JMS.vhost, selector=r.text("jms.selector") or None,
+        sasl_mechanisms=_sasl_mechanisms(r, urls),
         ack=r.choice("jms.ack", ("client", "client-individual"), _JMS.ack),
         ack_batch=r.integer("jms.ack.batch", None, 1),
         id=id_text, id_kind=id_kind,
@@ -47,7 +55,13 @@ def jms_settings(r: Reader) -> JmsSettings:
         report_time=r.duration("jms.report.time"), report_records=records,
         spool_minage=r.duration("jms.spool.minage") or _JMS.spool_minage,
         maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
+        url_missing=url_missing,
     )
+
+
+def protocol(url: str) -> str:
+    """``STOMP``, ``AMQP`` or ``dir`` for a checked ``jms.url`` entry."""
+    return _PROTOCOLS.get(url.partition("://")[0].lower(), "dir")
 
 
 def broker_destination(r: Reader, value: str, prop: str = "jms.destination") -> str:
@@ -73,21 +87,43 @@ def _url(r: Reader, item: str) -> str:
             raise r.error("jms.url", problem)
         return item
     scheme, sep, rest = item.partition("://")
-    if not sep or scheme.lower() not in ("stomp", "stomp+ssl"):
-        raise r.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
-                      "stomp+ssl://host:port or dir:PATH")
+    scheme = scheme.lower()
+    if not sep or scheme not in _PROTOCOLS:
+        raise r.error("jms.url", f"{quoted(item)} is not {URL_FORMS}")
     authority = rest.removesuffix("/")
     if "@" in authority:  # the error line shows the URL redacted (MsgcapError)
         raise r.error("jms.url", f"{quoted(item)}: user information in the URL is not "
                       "used; set jms.user and jms.password")
+    if scheme in AMQP_PORTS:
+        if "?" in authority:  # not quoted: the options may hold a password
+            raise r.error("jms.url", f"{scheme}:// URL options (?…) are read from a Qpid JMS "
+                          "connectionfactory entry only (§8.2): set the jms.* properties")
+        if authority.endswith("]") or (":" not in authority and authority):
+            authority = f"{authority}:{AMQP_PORTS[scheme]}"
     try:
         _, port = split_host_port(authority)
     except ValueError as exc:
-        raise r.error("jms.url", f"{quoted(item)} is not stomp://host:port, "
-                      f"stomp+ssl://host:port or dir:PATH: {exc}") from None
+        raise r.error("jms.url", f"{quoted(item)} is not {URL_FORMS}: {exc}") from None
     if int(port) == 0:
         raise r.error("jms.url", f"port 0 out of range in {quoted(item)}")
-    return item
+    return f"{scheme}://{authority}" if scheme in AMQP_PORTS else item
+
+
+def _sasl_mechanisms(r: Reader, urls: tuple[str, ...]) -> tuple[str, ...]:
+    """``jms.sasl.mechanisms``: names, space- or comma-separated, for an AMQP broker only
+    (refused beside another jms.url, as ``error.destination`` is beside ``dir:``)."""
+    value = r.text("jms.sasl.mechanisms")
+    if value is None:
+        return ()
+    if urls and protocol(urls[0]) != "AMQP":
+        raise r.error("jms.sasl.mechanisms", "applies to amqp:// and amqps:// only")
+    names = [name for name in re.split(r"[\s,]+", value) if name]
+    for name in names:
+        if not _SASL_MECHANISM.match(name):
+            raise r.error("jms.sasl.mechanisms", f"{quoted(name)} is not a SASL mechanism name "
+                          "(upper-case letters, digits, - and _: PLAIN, ANONYMOUS, EXTERNAL, "
+                          "SCRAM-SHA-256, …)")
+    return tuple(dict.fromkeys(names))
 
 
 def _jms_id(r: Reader) -> tuple[str, IdKind]:

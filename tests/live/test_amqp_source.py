@@ -274,8 +274,12 @@ def test_addresses_per_broker() -> None:
     assert node_of("/queue/orders", rabbit3) == Node("/queue/orders", "queue", 1)
     assert node_of("/topic/prices", artemis, subscribe=True) == Node("prices", "topic", 2)
     assert node_of("/topic/prices", artemis) == Node("prices", "topic", 0)
-    assert node_of("/queue/orders/Subscriptions/msgcap", Peer("RabbitMQ", "4.0.5")) == Node(
+    assert node_of("/queue/orders/Subscriptions/msgcap", Peer("ServiceBus", "")) == Node(
         "orders/Subscriptions/msgcap", "queue", 0)
+    rabbit4 = Peer("RabbitMQ", "4.0.5")
+    assert node_of("/queue/orders/eu", rabbit4) == Node("/queues/orders%2Feu", "queue", 0)
+    assert node_of("/queue//exchanges/amq.topic/k", rabbit4) == Node(
+        "/exchanges/amq.topic/k", "queue", 0)
 
 
 @pytest.mark.broker
@@ -318,3 +322,81 @@ def test_amqp_message_kinds_and_fields() -> None:
     assert out.properties == {"k": "v", "msgcap-error": "e"}
     text = amqp_message(Message("y", {}, "t"))
     assert not text.inferred and text.body == "t" and text.durable and text.id is None
+
+
+@pytest.mark.broker
+def test_send_over_amqp_round_trip(amqp, queue, work) -> None:
+    """msgcap send: bytes (valid UTF-8 too) as a data section, text as an amqp-value string,
+    headers as application properties, message-id in its field; the confirmed count."""
+    import base64
+    import json
+
+    work.properties(jms_url=amqp, jms_destination=queue)
+    dump = work.root / "in.jsonl"
+    dump.write_text("\n".join(json.dumps(e) for e in (
+        {"id": "t", "headers": {"message-id": "ID:t-1", "JMSTxId": "TX-7"}, "body": "caf\u00e9"},
+        {"id": "b", "headers": {"persistent": "false"},
+         "body_b64": base64.b64encode(_utf8_bytes()).decode()},
+    )) + "\n")
+    done = work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
+    assert f"sent 2 messages to {amqp} {queue}" in done.stdout
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        text, data = _drain(src, 2)
+        assert isinstance(text, Message) and text.body == "caf\u00e9" and text.id == "ID:t-1"
+        assert text.headers["JMSTxId"] == "TX-7" and text.headers["persistent"] == "true"
+        assert isinstance(data, Message) and data.body == _utf8_bytes()
+        assert "persistent" not in data.headers
+        src.ack([text, data])
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_send_over_amqp_refused_says_how_many_were_confirmed(amqp, work) -> None:
+    """A destination the broker refuses: one line, no traceback, nothing confirmed."""
+    work.properties(jms_url=amqp, jms_destination=f"/exchange/missing-{uuid.uuid4().hex}")
+    dump = work.dump("in.txt", ["a", "b"])
+    done = work.msgcap("send", "--prop", str(work.prop), "--lines", str(dump))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "refused" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.broker
+def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
+    _send(amqp, queue, _proton("stays", id="s-1"))
+    work.properties(jms_url=amqp, jms_destination=queue)
+    done = work.msgcap("check", "--prop", str(work.prop))
+    assert done.returncode == 0, done.stderr
+    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue}; "
+            "disconnected, nothing consumed") in done.stdout
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        assert [m.id for m in _drain(src, 1)] == ["s-1"]  # type: ignore[union-attr]
+    finally:
+        src.close()
+    work.properties(jms_url=amqp, jms_destination=queue, jms_selector="a = 1")
+    done = work.msgcap("check", "--prop", str(work.prop))
+    assert done.returncode == 2 and "jms.selector" in done.stderr
+
+
+@pytest.mark.broker
+def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> None:
+    """msgcap run from an AMQP queue: every message in the trail in order, all accepted (a
+    second run finds nothing); a poison message (a map body) discarded by error.policy."""
+    import json
+
+    work.properties(jms_url=amqp, jms_destination=queue, error_policy="discard")
+    dump = work.dump("in.jsonl", [work.body(i) for i in range(1, 301)])
+    work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
+    _send(amqp, queue, _proton({"not": "a record"}, id="poison-1"))
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 301" in done.stdout, done.stdout + done.stderr
+    assert [s for s, _, _ in work.trail()] == [f"{i:010d}" for i in range(1, 301)]
+    (record,) = [json.loads(line) for line in
+                 (work.root / "dirrpt" / "msgcap.dsc").read_text().splitlines()]
+    assert "amqp-value map" in record["error"] and record["message"]["id"] == "poison-1"
+    again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert "messages 0" in again.stdout

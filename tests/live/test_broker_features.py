@@ -10,10 +10,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from msgcap.sources.base import CONNECTED
-from msgcap.sources.broker import Delivery
-from msgcap.sources.stomp import StompSource
-from parsers.model import Message
 from tests.conftest import BROKERS, STOMP_BROKERS
 from tests.live.conftest import drain, text
 
@@ -203,43 +199,3 @@ def test_a_commit_group_holds_at_most_jms_ack_batch_messages(work, broker, queue
     assert work.seqids() == ids(*range(1, n + 1))
     messages, frames = ack_figures(work)
     assert messages == n and frames >= n // 40
-
-
-class _Recorder:
-    """Stands in for stomp.py's connection in a pure test of which ids are acknowledged."""
-
-    def __init__(self) -> None:
-        self.acks: list[str] = []
-
-    def ack(self, ack_id: str) -> None:
-        self.acks.append(ack_id)
-
-
-def _delivered(source: StompSource, count: int) -> list[Message]:
-    source._conn, source._epoch = _Recorder(), 1
-    source._connection_is(CONNECTED)
-    messages = [Message(f"m{i}", {}, "x", Delivery(1, f"a{i}")) for i in range(count)]
-    for m in messages:
-        source._inbox.put(m)
-    assert [source.receive(0) for _ in messages] == messages
-    return messages
-
-
-def test_cumulative_acks_never_cover_a_message_that_is_not_durable() -> None:
-    source = StompSource(["stomp://127.0.0.1:1"], "/queue/q", ack="client")
-    m = _delivered(source, 5)
-    # m1 is held by an open transaction; m0 and m2 (discarded inside it) are durable
-    source.ack([m[0]], [m[2]])
-    assert source._conn.acks == ["a0"]
-    source.ack([m[1], m[3]])  # the transaction ends: one ACK covers m1..m3
-    assert source._conn.acks == ["a0", "a3"]
-    source.ack([m[4], m[3]])  # acknowledged messages are not acknowledged again
-    assert source._conn.acks == ["a0", "a3", "a4"]
-
-
-def test_individual_acks_name_every_durable_message() -> None:
-    source = StompSource(["stomp://127.0.0.1:1"], "/queue/q", ack="client-individual")
-    m = _delivered(source, 3)
-    source.ack([m[0], m[2]])
-    assert source._conn.acks == ["a0", "a2"]
-

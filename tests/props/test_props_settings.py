@@ -222,10 +222,13 @@ def test_jndi_credentials_never_printed(caplog):
     text = DELIM + ("java.naming.security.credentials=TopSecret99\n"
                     "java.naming.provider.url=tcp://x\njms.connectionFactory=cf\n")
     with caplog.at_level(logging.DEBUG, logger="msgcap.props"):
-        load(text)
+        settings = load(text)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "msgcap connects without JNDI; set jms.url" in warnings[0]
+    assert warnings == [(f"{FILE}: ignored: java.naming.security.credentials (line 4): msgcap "
+                        "reads java.naming.factory.initial and java.naming.provider.url only; "
+                        "the user and password are jms.user and jms.password")]
     assert not any("TopSecret99" in r.getMessage() for r in caplog.records)
+    assert "TopSecret99" not in str(settings.jms.url_required())
 
 
 def test_ignored_quietly(caplog):
@@ -238,8 +241,8 @@ def test_ignored_quietly(caplog):
 # ---- global validation ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra, fragment", [
-    ("jms.url=http://x:1", ("'http://x:1' is not stomp://host:port, stomp+ssl://host:port or "
-                           "dir:PATH")),
+    ("jms.url=http://x:1", ("'http://x:1' is not stomp://host:port, stomp+ssl://host:port, "
+                           "amqp://host:port, amqps://host:port or dir:PATH")),
     ("jms.url=stomp://host", "is not stomp://host:port"),
     ("jms.url=stomp://host:0", "port 0 out of range"),
     ("jms.url=stomp://h:1,,stomp://h:2", "empty entry"),
@@ -293,7 +296,7 @@ def test_global_value_errors(extra, fragment):
 
 def test_stomp_needs_destination():
     assert fail(DELIM + "jms.url=stomp://h:61613\n") == (
-        f"{FILE}:4: jms.url: a STOMP source needs jms.destination")
+        f"{FILE}:4: jms.url: a broker source needs jms.destination")
 
 
 STOMP = DELIM + "jms.url=stomp://h:61613\njms.destination=q\n"
@@ -321,7 +324,7 @@ def test_dead_letter_destination_errors(extra, fragment):
 
 def test_dead_letter_destination_needs_a_broker():
     text = DELIM + "jms.url=dir:spool\nerror.policy=discard\nerror.destination=dead\n"
-    assert "error.destination: needs a STOMP broker in jms.url" in fail(text)
+    assert "error.destination: needs a broker in jms.url" in fail(text)
 
 
 def test_dir_url_needs_no_destination():

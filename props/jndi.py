@@ -1,0 +1,329 @@
+"""A Qpid JMS JNDI configuration read as written; another provider's named with what to set
+instead (properties.md §8.2).
+
+The Java adapter found its broker through JNDI: ``jms.connectionFactory`` and ``jms.destination``
+name objects of the provider ``java.naming.factory.initial`` names. Qpid JMS's provider keeps
+them as properties (``connectionfactory.NAME = amqp://…``, ``queue.NAME``, ``topic.NAME``), in
+the properties file itself or in the file ``java.naming.provider.url`` names, so they are
+resolved here into ``jms.url``, ``jms.destination`` and the settings the URL's options carry
+(each an entry the section builders read like any other, naming the JNDI entry in errors).
+Other providers keep their objects where msgcap cannot read them (a broker, a ``.bindings``
+file): they get one line saying what to set. Values are never printed: they may hold
+credentials; names are.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
+from urllib.request import url2pathname
+
+from props.errors import PropertyError
+from props.inputs import read_input
+from props.javaprops import parse_properties, substitute_env
+from props.keys import JNDI_HEADS
+from props.reader import Pending
+from props.settings import URL_FORMS, JmsSettings
+
+log = logging.getLogger("msgcap.props")
+
+QPID_FACTORY = "org.apache.qpid.jms.jndi.JmsInitialContextFactory"
+FACTORY = "java.naming.factory.initial"
+PROVIDER_URL = "java.naming.provider.url"
+CONNECTION_FACTORY = "jms.connectionFactory"
+
+# Other providers, by the start of their factory class: what to set instead.
+_SET_URL = "set jms.url and jms.destination instead"
+_ACTIVEMQ = ("ActiveMQ's JNDI (OpenWire, tcp://) is not read by msgcap: set jms.url to the "
+             "broker's STOMP (stomp://HOST:61613) or AMQP (amqp://HOST:5672) connector, and "
+             "jms.destination to the queue")
+_WEBLOGIC = ("WebLogic's JNDI (t3://) is not read by msgcap, and WebLogic JMS speaks neither "
+             "STOMP nor AMQP 1.0: forward its messages to a broker that does (or to files, "
+             "jms.url=dir:PATH) and " + _SET_URL)
+_IBM_MQ = ("IBM MQ's JNDI (a .bindings file or the WMQ context) is not read by msgcap: give the "
+           "queue manager an AMQP channel and set jms.url=amqp://HOST:5672 and jms.destination "
+           "(brokers.md)")
+_OTHER = ("names a JNDI provider msgcap does not read (it reads Qpid JMS's, " + QPID_FACTORY
+          + "): " + _SET_URL + f" ({URL_FORMS})")
+_FOREIGN = (("org.apache.activemq.", _ACTIVEMQ), ("weblogic.", _WEBLOGIC),
+            ("com.ibm.", _IBM_MQ), ("com.sun.jndi.fscontext.", _IBM_MQ))
+_FOREIGN_URL = (("tcp", _ACTIVEMQ), ("ssl", _ACTIVEMQ), ("nio", _ACTIVEMQ), ("t3", _WEBLOGIC),
+                ("t3s", _WEBLOGIC))
+
+_FAILOVER = re.compile(r"failover:(?://)?\((.*)\)(?:\?(.*))?\Z", re.IGNORECASE | re.DOTALL)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+_SEND_MS = JmsSettings().heartbeat[0]
+
+# Qpid JMS URL options that are msgcap settings (a property set in the file wins).
+_MAPPED = {"jms.username": "jms.user", "jms.password": "jms.password",
+           "amqp.vhost": "jms.vhost", "amqp.saslMechanisms": "jms.sasl.mechanisms",
+           "amqp.idleTimeout": "jms.heartbeat"}
+# Prefetch options, the destination's own before ``all``.
+_PREFETCH = {"/queue/": "jms.prefetchPolicy.queuePrefetch",
+             "/topic/": "jms.prefetchPolicy.durableTopicPrefetch"}
+_PREFETCH_ALL = "jms.prefetchPolicy.all"
+# Java key stores, which msgcap cannot read, and the PEM properties to set instead.
+_KEY_STORES = {"transport.trustStoreLocation": ("jms.ssl.ca", "jms.ssl.ca to a PEM CA file"),
+               "transport.keyStoreLocation": ("jms.ssl.cert", ("jms.ssl.cert and jms.ssl.key to "
+                                              "PEM files"))}
+_KEY_STORE_DETAILS = frozenset({"transport.trustStorePassword", "transport.keyStorePassword",
+                                "transport.trustStoreType", "transport.keyStoreType",
+                                "transport.storeType", "transport.keyAlias"})
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What the JNDI configuration gives: entries to add (``jms.url`` …, each naming its JNDI
+    entry), and why jms.url is still unset when the file speaks of JNDI (``JmsSettings``)."""
+
+    items: dict[str, Pending]
+    url_missing: str | None = None
+
+
+def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> Resolved:
+    """Resolve the JNDI entries of a load's canonical ``items`` (``${ENV}`` already applied)."""
+    entries = {key: p for key, p in items.items() if key.partition(".")[0] in JNDI_HEADS}
+    factory, provider = items.get(FACTORY), items.get(PROVIDER_URL)
+    if factory is None and provider is None and not entries \
+            and CONNECTION_FACTORY not in items:
+        return Resolved({})
+    provider_path = _provider_path(provider, file) if provider else None
+    if provider is not None and provider_path is not None and _is_qpid_or_unknown(factory):
+        if factory is None and _ibm_bindings(provider_path):
+            return _foreign(items, provider, _IBM_MQ)
+        try:
+            provided = _provider_entries(provider, provider_path, env)
+        except PropertyError as exc:  # said by the commands that need a broker, as a
+            if "jms.url" not in items:  # missing jms.url would be
+                return Resolved({}, str(exc))
+            log.warning("%s; jms.url is used", exc)
+            provided = {}
+        factory = factory or provided.get(FACTORY)
+        entries = {**{k: p for k, p in provided.items()
+                      if k.partition(".")[0] in JNDI_HEADS}, **entries}
+    foreign = _foreign_text(factory, provider, provider_path)
+    if foreign is not None:
+        return _foreign(items, *foreign)
+    return _Qpid(items, entries, file).resolve()
+
+
+def _is_qpid_or_unknown(factory: Pending | None) -> bool:
+    return factory is None or factory.value.strip() == QPID_FACTORY
+
+
+def _provider_path(provider: Pending, file: str) -> str | None:
+    """The file ``java.naming.provider.url`` names (a path, relative to the properties file, or a
+    ``file:`` URL); None when it is another kind of URL (a broker's)."""
+    value = provider.value.strip()
+    scheme = _SCHEME.match(value)
+    if scheme and scheme.group(1).lower() == "file":
+        path = url2pathname(urlsplit(value).path)
+    elif scheme and len(scheme.group(1)) > 1:  # (a one-letter scheme is a Windows drive)
+        return None
+    else:
+        path = value
+    return os.path.join(os.path.dirname(provider.entry.file), path)
+
+
+def _ibm_bindings(path: str) -> bool:
+    """A file-system context: a directory holding IBM MQ's ``.bindings``, or that file."""
+    return os.path.isdir(path) or path.endswith(".bindings")
+
+
+def _provider_entries(provider: Pending, path: str, env: Mapping[str, str]
+                      ) -> dict[str, Pending]:
+    """The entries of the file ``java.naming.provider.url`` names, by key (the last wins)."""
+    try:
+        text = read_input(path).decode("utf-8")
+    except OSError as exc:
+        raise PropertyError(f"cannot read the JNDI file {path}: {exc.strerror or exc}",
+                            prop=PROVIDER_URL, file=provider.entry.file,
+                            line=provider.entry.line) from None
+    except UnicodeDecodeError:
+        raise PropertyError(f"the JNDI file {path} is not valid UTF-8", prop=PROVIDER_URL,
+                            file=provider.entry.file, line=provider.entry.line) from None
+    out: dict[str, Pending] = {}
+    ignored = []
+    for entry in parse_properties(text, path):
+        if entry.key != FACTORY and entry.key.partition(".")[0] not in JNDI_HEADS:
+            ignored.append(f"{entry.key} (line {entry.line})")
+            continue
+        value = substitute_env(entry.value, env, prop=entry.key, file=path, line=entry.line)
+        out[entry.key] = Pending(entry.key, entry, value)
+    if ignored:
+        log.warning("%s: ignored (not a Qpid JMS JNDI entry msgcap reads): %s", path,
+                    ", ".join(ignored))
+    return out
+
+
+def _foreign_text(factory: Pending | None, provider: Pending | None,
+                  provider_path: str | None) -> tuple[Pending, str] | None:
+    """(the entry that names another provider, what to set instead); None for Qpid JMS."""
+    if factory is not None:
+        name = factory.value.strip()
+        if name == QPID_FACTORY:
+            return None
+        text = next((text for start, text in _FOREIGN if name.startswith(start)), _OTHER)
+        return factory, text
+    if provider is not None and provider_path is None:
+        value = provider.value.strip()
+        inner = _FAILOVER.match(value)
+        scheme = _SCHEME.match(inner.group(1) if inner else value)
+        known = dict(_FOREIGN_URL).get(scheme.group(1).lower() if scheme else "")
+        return provider, known or _OTHER
+    return None
+
+
+def _foreign(items: Mapping[str, Pending], entry: Pending, text: str) -> Resolved:
+    """Another provider: a warning beside jms.url, else the line said instead of
+    ``jms.url: required``."""
+    line = f"{entry.entry.where}: {entry.key}: {text}"
+    if "jms.url" in items:
+        log.warning("%s; jms.url is used", line)
+        return Resolved({})
+    return Resolved({}, line)
+
+
+class _Qpid:
+    """Qpid JMS JNDI entries resolved into msgcap's properties."""
+
+    def __init__(self, items: Mapping[str, Pending], entries: dict[str, Pending],
+                 file: str) -> None:
+        self.items, self.entries, self.file = items, entries, file
+        self.out: dict[str, Pending] = {}
+
+    def resolve(self) -> Resolved:
+        self.destination()
+        return Resolved(self.out, self.connection())
+
+    def destination(self) -> None:
+        """``jms.destination=NAME`` naming a ``queue.NAME`` or ``topic.NAME`` entry."""
+        named = self.items.get("jms.destination")
+        if named is None:
+            return
+        name = named.value.strip()
+        found = [p for p in (self.entries.get(f"queue.{name}"), self.entries.get(f"topic.{name}"))
+                 if p is not None]
+        if len(found) > 1:
+            raise PropertyError(f"both queue.{name} and topic.{name} are defined",
+                                prop="jms.destination", file=named.entry.file,
+                                line=named.entry.line)
+        if found:
+            entry = found[0]
+            kind = entry.key.partition(".")[0]
+            self.out["jms.destination"] = Pending("jms.destination", entry.entry,
+                                                  f"/{kind}/{entry.value.strip()}", via=entry.key)
+
+    def connection(self) -> str | None:
+        """``jms.connectionFactory=NAME`` → jms.url and the URL's options; the line to say
+        instead of ``jms.url: required`` when there is none."""
+        named = self.items.get(CONNECTION_FACTORY)
+        factories = sorted(k for k in self.entries if k.startswith("connectionfactory."))
+        if "jms.url" in self.items:
+            if named is not None:
+                log.warning("%s: %s: jms.url is set too and wins: the connection factory is "
+                            "not used", named.entry.where, CONNECTION_FACTORY)
+            return None
+        if named is None:
+            if not factories:
+                return None
+            return (f"{self.file}: {CONNECTION_FACTORY}: not set: name one of "
+                    f"{', '.join(k.partition('.')[2] for k in factories)} (or set jms.url)")
+        key = f"connectionfactory.{named.value.strip()}"
+        entry = self.entries.get(key)
+        if entry is None:
+            have = f" (there are {', '.join(factories)})" if factories else ""
+            return (f"{named.entry.where}: {CONNECTION_FACTORY}: no {key} entry{have}: add it, "
+                    f"or set jms.url ({URL_FORMS})")
+        urls, options = _parse_connection(entry)
+        self.out["jms.url"] = Pending("jms.url", entry.entry, ",".join(urls), via=key)
+        self.options(entry, options)
+        return None
+
+    def options(self, entry: Pending, options: dict[str, str]) -> None:
+        """The URL's options that are msgcap settings, unless the file sets them itself."""
+        mapped = {target: (option, options[option]) for option, target in _MAPPED.items()
+                  if option in options}
+        if "amqp.idleTimeout" in options:
+            mapped["jms.heartbeat"] = ("amqp.idleTimeout",
+                                       f"{_SEND_MS},{options['amqp.idleTimeout']}")
+        destination = self.out.get("jms.destination") or self.items.get("jms.destination")
+        kind = next((k for k in _PREFETCH if destination and destination.value.startswith(k)),
+                    "/queue/")
+        for option in (_PREFETCH[kind], _PREFETCH_ALL):
+            if option in options:
+                mapped["jms.prefetch"] = (option, options[option])
+                break
+        for target, (option, value) in mapped.items():
+            if target not in self.items:
+                self.out[target] = Pending(target, entry.entry, value,
+                                           via=f"{entry.key} {option}")
+        for option, (target, instead) in _KEY_STORES.items():
+            if option not in options:
+                continue
+            if target not in self.items:
+                raise PropertyError(f"{option}: msgcap cannot read Java key stores: set "
+                                    f"{instead}", prop=entry.key, file=entry.entry.file,
+                                    line=entry.entry.line)
+            log.warning("%s: %s: %s ignored: %s is used", entry.entry.where, entry.key, option,
+                        target)
+        used = {*_MAPPED, _PREFETCH[kind], _PREFETCH_ALL, *_KEY_STORES, *_KEY_STORE_DETAILS}
+        unused = sorted(option for option in options if option not in used)
+        if unused:
+            log.warning("%s: %s: URL options msgcap does not use: %s", entry.entry.where,
+                        entry.key, ", ".join(unused))
+
+
+def _parse_connection(entry: Pending) -> tuple[list[str], dict[str, str]]:
+    """The broker URLs of a ``connectionfactory`` entry (``amqp[s]://host:port[?options]`` or
+    ``failover:(url,…)?options``) without their options, and the options by name."""
+    value = entry.value.strip()
+
+    def error(reason: str) -> PropertyError:
+        return PropertyError(reason, prop=entry.key, file=entry.entry.file,
+                             line=entry.entry.line)
+
+    failover = _FAILOVER.match(value)
+    if failover:
+        inner, outer = [u.strip() for u in failover.group(1).split(",")], failover.group(2)
+    elif value.lower().startswith("failover:"):
+        raise error("is not failover:(amqp://host:port,…)?options")
+    else:
+        inner, outer = [value], None
+    options: dict[str, str] = {}
+    urls = []
+    for url in inner:
+        base, _, query = url.partition("?")
+        scheme = base.partition("://")[0].lower()
+        if scheme in ("amqpws", "amqpwss"):
+            raise error(f"{scheme}:// (AMQP over WebSocket) is not supported: use amqp:// or "
+                        "amqps://")
+        if scheme not in ("amqp", "amqps"):
+            raise error("a Qpid JMS connection factory names amqp:// or amqps:// brokers")
+        urls.append(base)
+        _merge(options, _query(query), error)
+    for name, option in _query(outer or "").items():
+        nested = name.removeprefix("failover.nested.")
+        if nested != name or not name.startswith("failover."):
+            _merge(options, {nested: option}, error)
+        else:
+            options[name] = option  # the reconnection policy: msgcap has its own
+    return urls, options
+
+
+def _query(query: str) -> dict[str, str]:
+    """``a=1&b=2`` by name (percent-escapes decoded, as Qpid JMS decodes them)."""
+    return dict(parse_qsl(query, keep_blank_values=True)) if query else {}
+
+
+def _merge(options: dict[str, str], more: dict[str, str],
+           error: Callable[[str], PropertyError]) -> None:
+    """Options of several brokers: msgcap has one setting each, so they must agree."""
+    for name, value in more.items():
+        if options.setdefault(name, value) != value:
+            raise error(f"option {name} differs between the brokers of the list: msgcap "
+                        "uses one value for all")
