@@ -4,7 +4,9 @@ suite do not check msgcap's source with msgcap's own ``send``.
 
 Bodies go as a producer sends them: ``bytes`` as a ``data`` section (what a JMS BytesMessage is),
 ``str`` as an ``amqp-value`` string (a TextMessage); headers as application properties; every
-message durable. Addresses are RabbitMQ 3.x's (``/queue/NAME``), as the tests name queues.
+message durable. Addresses are RabbitMQ 3.x's (``/queue/NAME``), as the tests name queues,
+attached with a durable terminus: RabbitMQ 3.x declares the queue with the first attach's
+durability and refuses later attaches that ask otherwise (STOMP and msgcap declare it durable).
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping
 
-from proton import Message
+from proton import Message, Terminus
 from proton.handlers import MessagingHandler
-from proton.reactor import Container
+from proton.reactor import Container, LinkOption
 
 Body = bytes | str
 Received = tuple[dict[str, str], Body]  # (application properties, body)
+
+
+class _DurableQueue(LinkOption):
+    """The link's terminus at the queue is durable (its configuration), as the queue is."""
+
+    def apply(self, link) -> None:
+        (link.target if link.is_sender else link.source).durability = Terminus.CONFIGURATION
 
 
 class _Client(MessagingHandler):
@@ -53,7 +62,7 @@ class _Sender(_Client):
 
     def on_start(self, event) -> None:
         conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS", reconnect=False)
-        event.container.create_sender(conn, self.address)
+        event.container.create_sender(conn, self.address, options=_DurableQueue())
 
     def on_sendable(self, event) -> None:
         sender = event.sender
@@ -114,7 +123,7 @@ class _Receiver(_Client):
 
     def on_start(self, event) -> None:
         conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS", reconnect=False)
-        event.container.create_receiver(conn, self.address)
+        event.container.create_receiver(conn, self.address, options=_DurableQueue())
         event.container.schedule(self.quiet, self)
         self.connection = conn
 
