@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.bench_capture import body, free_port
-from tests.amqp_client import send
+from tests.amqp_client import DurableQueue, send
 from tests.live.conftest import wait_peak_rss_mb
 
 
@@ -64,7 +64,7 @@ def bare_consumer(url: str, address: str, n: int, prefetch: int) -> tuple[float,
         def on_start(self, event) -> None:
             self.started = time.monotonic()
             conn = event.container.connect(url, allowed_mechs="ANONYMOUS", reconnect=False)
-            event.container.create_receiver(conn, address)
+            event.container.create_receiver(conn, address, options=DurableQueue())
 
         def on_message(self, event) -> None:
             self.accept(event.delivery)

@@ -22,7 +22,7 @@ Body = bytes | str
 Received = tuple[dict[str, str], Body]  # (application properties, body)
 
 
-class _DurableQueue(LinkOption):
+class DurableQueue(LinkOption):
     """The link's terminus at the queue is durable (its configuration), as the queue is."""
 
     def apply(self, link) -> None:
@@ -62,7 +62,7 @@ class _Sender(_Client):
 
     def on_start(self, event) -> None:
         conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS", reconnect=False)
-        event.container.create_sender(conn, self.address, options=_DurableQueue())
+        event.container.create_sender(conn, self.address, options=DurableQueue())
 
     def on_sendable(self, event) -> None:
         sender = event.sender
@@ -123,7 +123,7 @@ class _Receiver(_Client):
 
     def on_start(self, event) -> None:
         conn = event.container.connect(self.url, allowed_mechs="ANONYMOUS", reconnect=False)
-        event.container.create_receiver(conn, self.address, options=_DurableQueue())
+        event.container.create_receiver(conn, self.address, options=DurableQueue())
         event.container.schedule(self.quiet, self)
         self.connection = conn
 
