@@ -122,7 +122,9 @@ class Capture:
         self._spill_at = spill_at
         self._held: list[tuple[Message, str]] = []  # (message, raw id) held by the open tx
         self._spilled = False
-        self._journaled: set[str] = set()  # raw ids in the journal (redelivered ones skip)
+        # raw ids in the journal (redelivered ones skip); a message without one (an AMQP
+        # producer need not set a message-id) cannot be recognised, and is never skipped
+        self._journaled: set[str] = set()
         self.spilled_messages = 0
         pipeline.stream_at = stream_at
 
@@ -381,7 +383,7 @@ class Capture:
             raise MsgcapError(f"{self.spill_path}: cannot write the spill journal: "
                               f"{exc.strerror}") from None
         self._spilled = True
-        self._journaled.update(raw for _, raw in held)
+        self._journaled.update(raw for _, raw in held if raw)
         self.spilled_messages += len(held)
         messages = [m for m, _ in held]
         self._ack(messages)
@@ -411,7 +413,8 @@ class Capture:
             return 0
         count = 0
         for message in _journal(path):
-            self._journaled.add(message.id)
+            if message.id:
+                self._journaled.add(message.id)
             result = self.pipeline.process(message)
             message.body, message.headers = b"", {}
             for _, position in result.written:

@@ -3,10 +3,12 @@
 Tests that need a broker are marked ``@pytest.mark.broker`` and take the ``broker`` (and usually
 ``queue``) fixture: ActiveMQ, the reference broker, unless the test is parametrised over
 ``BROKERS`` (``@pytest.mark.parametrize("broker", BROKERS, indirect=True)``), which runs it on
-RabbitMQ too. Each broker is started once, lazily, by its script (``scripts/activemq.sh``,
-``scripts/rabbitmq.sh``) in a private directory on a free loopback port, so test runs on the same
+RabbitMQ over STOMP and over AMQP 1.0 too (``STOMP_BROKERS``: the first two, for tests of STOMP
+itself). Each broker is started once, lazily, by its script (``scripts/activemq.sh``,
+``scripts/rabbitmq.sh``) in a private directory on free loopback ports, so test runs on the same
 machine never share a broker; it is stopped by its pid when the session ends (and by
-itself if the session is killed). ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
+itself if the session is killed). ``rabbitmq-amqp`` is the session's RabbitMQ node seen through
+its AMQP 1.0 listener, not a second node. ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-BROKERS = ("activemq", "rabbitmq")
+STOMP_BROKERS = ("activemq", "rabbitmq")  # also the kinds of broker scripts
+BROKERS = (*STOMP_BROKERS, "rabbitmq-amqp")
 
 
 @dataclass(slots=True)
@@ -33,15 +36,21 @@ class Broker:
     dir: Path
     port: int
     env: dict[str, str] = field(default_factory=dict)  # more script settings (TLS, owner)
-    kind: str = "activemq"  # 'activemq' | 'rabbitmq'
+    kind: str = "activemq"  # its script: 'activemq' | 'rabbitmq'
+    amqp_port: int | None = None  # RabbitMQ's AMQP 1.0 listener, when the node has one
+    protocol: str = "stomp"  # what ``url`` speaks: 'stomp' | 'amqp'
 
     @property
     def url(self) -> str:
+        if self.protocol == "amqp":
+            return f"amqp://127.0.0.1:{self.amqp_port}"
         return f"stomp://127.0.0.1:{self.port}"
 
     def _script(self, action: str) -> str:
         env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), MSGCAP_STOMP_PORT=str(self.port),
                    **self.env)
+        if self.amqp_port is not None:
+            env["MSGCAP_AMQP_PORT"] = str(self.amqp_port)
         done = subprocess.run(["bash", str(REPO / "scripts" / f"{self.kind}.sh"), action],
                               check=False, env=env, cwd=REPO, capture_output=True, text=True,
                               timeout=180)
@@ -55,9 +64,13 @@ class Broker:
     def stop(self) -> None:
         self._script("stop")
 
+    def status(self) -> str:
+        """The script's status line (its URLs); a RuntimeError when the broker is not running."""
+        return self._script("status")
+
     def running(self) -> bool:
         try:
-            self._script("status")
+            self.status()
         except RuntimeError:
             return False
         return True
@@ -69,8 +82,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _session_broker(factory: pytest.TempPathFactory, kind: str, port: int) -> Iterator[Broker]:
-    b = Broker(factory.mktemp(kind), port, {"MSGCAP_BROKER_OWNER": str(os.getpid())}, kind)
+def _session_broker(factory: pytest.TempPathFactory, kind: str, port: int,
+                    amqp_port: int | None = None) -> Iterator[Broker]:
+    b = Broker(factory.mktemp(kind), port, {"MSGCAP_BROKER_OWNER": str(os.getpid())}, kind,
+               amqp_port)
     b.start()
     try:
         yield b
@@ -87,14 +102,20 @@ def activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 
 @pytest.fixture(scope="session")
 def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    """The session's RabbitMQ node (STOMP plugin), started on first use."""
-    yield from _session_broker(tmp_path_factory, "rabbitmq", _free_port())
+    """The session's RabbitMQ node (STOMP and AMQP 1.0 plugins), started on first use."""
+    yield from _session_broker(tmp_path_factory, "rabbitmq", _free_port(), _free_port())
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_amqp(rabbitmq: Broker) -> Broker:
+    """The session's RabbitMQ node through its AMQP 1.0 listener: stopping it stops the node."""
+    return replace(rabbitmq, protocol="amqp")
 
 
 @pytest.fixture
 def broker(request: pytest.FixtureRequest) -> Broker:
     """ActiveMQ, or the broker of ``BROKERS`` the test is parametrised with (indirect)."""
-    return request.getfixturevalue(getattr(request, "param", "activemq"))
+    return request.getfixturevalue(getattr(request, "param", "activemq").replace("-", "_"))
 
 
 @pytest.fixture
@@ -118,7 +139,8 @@ def restore_logging() -> Iterator[None]:
 
 @pytest.fixture
 def queue(broker: Broker) -> str:
-    """A queue name no other test uses (``/queue/test-<uuid>``); makes the broker start."""
+    """A queue name no other test uses (``/queue/test-<uuid>``: RabbitMQ takes it over STOMP and
+    AMQP 1.0 alike); makes the broker start."""
     if not broker.running():  # a test that stopped the broker and failed before restarting it
         broker.start()
     return f"/queue/test-{uuid.uuid4().hex}"

@@ -559,9 +559,11 @@ class Connection:
             return
         self.closing = True
         try:
-            if self.failure is None:
-                self.conn.close()
-                self.wait_for(lambda: self.failure is not None, CLOSE_TIMEOUT)
+            if self._still_open():  # also after a refused sender, whose session alone ended:
+                self.conn.close()  # a clean close first sends what is pending (acceptances)
+                deadline = time.monotonic() + CLOSE_TIMEOUT
+                while self._still_open() and time.monotonic() < deadline:
+                    self.pump(min(deadline - time.monotonic(), 0.25))
             transport = self.conn.transport
             if transport is not None:
                 transport.close_tail()
@@ -573,6 +575,11 @@ class Connection:
         finally:
             self.container = None
             container.stop_events()
+
+    def _still_open(self) -> bool:
+        """Whether the broker has the connection open still (its transport up, no close)."""
+        conn, transport = self.conn, self.conn.transport
+        return bool(conn.state & conn.REMOTE_ACTIVE) and transport is not None and not transport.closed
 
 
 def _terminus(terminus: Any, node: Node) -> None:

@@ -1,18 +1,25 @@
 """Helpers for the live-capture tests: a working directory with the SALES definitions, delimited
-change messages whose id column is the seqid, the msgcap command as a subprocess, and a reader
-that lists what the trail holds."""
+change messages whose id column is the seqid, the msgcap command as a subprocess, a reader
+that lists what the trail holds, messages put on a broker's queue as a producer does, and what the
+queue holds, read by a plain client of the broker's protocol (stomp.py or proton), consumed or
+left there."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
+from tests.amqp_client import Body, Received
+from tests.conftest import Broker
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "delimited"
@@ -121,6 +128,71 @@ class Work:
             with TrailFile(path) as tf:
                 out.extend((r.seqid, r.transind, r.txid) for r in tf.records())
         return out
+
+
+def send(work: Work, broker: Broker, queue: str, bodies: Iterable[Body],
+         prop: Path | None = None) -> int:
+    """Put ``bodies`` (bytes: a BytesMessage, text: a TextMessage) on ``queue``; how many the
+    broker confirmed. Over AMQP a plain proton sender, so that msgcap's source is checked against
+    another producer; over STOMP ``msgcap send --prop prop`` (``work.prop`` by default), which
+    must name the same broker and queue."""
+    if broker.protocol == "amqp":
+        from tests import amqp_client
+
+        return amqp_client.send(broker.url, queue, bodies)
+    import base64
+    import json
+
+    dump = work.root / f"send-{time.monotonic_ns()}.jsonl"
+    with open(dump, "w") as fh:
+        for n, b in enumerate(bodies):
+            entry = {"body": b} if isinstance(b, str) else {
+                "body_b64": base64.b64encode(b).decode()}
+            fh.write(json.dumps({"id": f"m{n}", "headers": {}, **entry}) + "\n")
+    done = work.msgcap("send", "--prop", str(prop or work.prop), str(dump), check=True)
+    found = re.search(r"sent (\d+) messages", done.stdout)
+    assert found, done.stdout
+    return int(found[1])
+
+
+def drain(broker: Broker, destination: str, quiet: float = 2.0) -> list[Received]:
+    """Every message on ``destination``, consumed: (headers, body) in order, until none came
+    for ``quiet`` seconds. STOMP bodies are bytes; AMQP's are as sent (data: bytes, text: str)."""
+    return _receive(broker, destination, quiet, consume=True)
+
+
+def peek(broker: Broker, destination: str, quiet: float = 2.0) -> list[Received]:
+    """What :func:`drain` gives, but taken without acknowledgement: it stays on the queue."""
+    return _receive(broker, destination, quiet, consume=False)
+
+
+def text(body: Body) -> str:
+    return body if isinstance(body, str) else body.decode()
+
+
+def _receive(broker: Broker, destination: str, quiet: float, consume: bool) -> list[Received]:
+    if broker.protocol == "amqp":
+        from tests import amqp_client
+
+        return amqp_client.receive(broker.url, destination, quiet, consume)
+    import stomp
+
+    got: list[Received] = []
+    came = threading.Event()
+
+    class Listener:
+        def on_message(self, frame):
+            got.append((dict(frame.headers), frame.body))
+            came.set()
+
+    conn = stomp.Connection12([("127.0.0.1", broker.port)], auto_decode=False, vhost="/")
+    conn.set_listener("receive", Listener())
+    conn.connect(wait=True)
+    conn.subscribe(destination, id="1", ack="auto" if consume else "client-individual")
+    while came.wait(quiet):  # until no message came for ``quiet`` seconds
+        came.clear()
+    conn.disconnect()  # unacknowledged messages go back to the queue
+    return got
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""Bytes stay bytes on each real broker: ``msgcap send`` of binary files (BytesMessages) and
-``msgcap run`` give the values encoded, also for records whose bytes are valid UTF-8, and text
-sent by ``msgcap send`` still arrives as text (issue 24)."""
+"""Bytes stay bytes on each real broker: binary records sent as BytesMessages (by ``msgcap send``;
+over AMQP as ``data`` sections by a plain proton sender) and captured by ``msgcap run`` give the
+values encoded, also for records whose bytes are valid UTF-8, and text sent by ``msgcap send``
+still arrives as text (issues 24, 25)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.binrec import Layout, trail_rows
 from tests.conftest import BROKERS
+from tests.live.conftest import send
 
 pytestmark = [pytest.mark.broker,
               pytest.mark.parametrize("broker", BROKERS, indirect=True)]
@@ -21,12 +23,7 @@ def test_binary_records_sent_and_captured_decode_to_their_values(work, broker, q
     records = layout.records(rng, 20)
     prop = layout.write_home(work.root, **{"jms.url": broker.url, "jms.destination": queue,
                                            "jms.id": "time", "archive.dir": "dirarc"})
-    files = []
-    for n, (_, data) in enumerate(records):
-        path = work.root / f"{n:04d}.dat"
-        path.write_bytes(data)
-        files.append(str(path))
-    work.msgcap("send", "--prop", str(prop), *files, check=True)
+    assert send(work, broker, queue, [data for _, data in records], prop) == len(records)
     done = work.msgcap("run", "--prop", str(prop), "--max-idle", "1", check=True)
     assert f"messages {len(records)}" in done.stdout
     dumped = work.msgcap("dump", "--json", "--defs", "dirdat/bn.def", "dirdat/bn000000000",
@@ -37,8 +34,8 @@ def test_binary_records_sent_and_captured_decode_to_their_values(work, broker, q
 
 
 def test_text_sent_arrives_as_text(work, broker, queue) -> None:
-    """A dump's text ``body`` is a TextMessage (ActiveMQ) / ``text/plain`` (RabbitMQ): it is
-    archived as ``body``, as it was sent."""
+    """A dump's text ``body`` is a TextMessage (ActiveMQ) / ``text/plain`` (RabbitMQ STOMP) / an
+    ``amqp-value`` string (AMQP): it is archived as ``body``, as it was sent."""
     work.properties(jms_url=broker.url, jms_destination=queue, archive_dir="dirarc")
     dump = work.dump("in.jsonl", [work.body(i) for i in (1, 2)])
     work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)

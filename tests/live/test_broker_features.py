@@ -1,21 +1,23 @@
 """Selectors, the dead-letter destination, group acknowledgement and what each broker refuses,
-end to end against the real ActiveMQ and RabbitMQ (docs/brokers.md)."""
+end to end against the real ActiveMQ and RabbitMQ, over STOMP and AMQP 1.0 (docs/brokers.md)."""
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 import uuid
 from collections.abc import Sequence
 
 import pytest
 
-from tests.conftest import BROKERS
+from tests.conftest import BROKERS, STOMP_BROKERS
+from tests.live.conftest import drain, text
 
 broker_test = pytest.mark.broker
-on_both = pytest.mark.parametrize("broker", BROKERS, indirect=True)
-on_rabbitmq = pytest.mark.parametrize("broker", ["rabbitmq"], indirect=True)
+on_every_broker = pytest.mark.parametrize("broker", BROKERS, indirect=True)
+on_stomp = pytest.mark.parametrize("broker", STOMP_BROKERS, indirect=True)
+on_rabbitmq = pytest.mark.parametrize("broker", ["rabbitmq", "rabbitmq-amqp"], indirect=True)
+on_rabbitmq_stomp = pytest.mark.parametrize("broker", ["rabbitmq"], indirect=True)
 
 
 def ids(*numbers: int) -> list[str]:
@@ -27,28 +29,6 @@ def dump_with_headers(work, name: str, items: Sequence[tuple[str, dict[str, str]
     path.write_text("".join(json.dumps({"id": f"m{i}", "headers": h, "body": b}) + "\n"
                             for i, (b, h) in enumerate(items)))
     return path
-
-
-def drain(broker, destination: str, wait: float = 3.0) -> list[tuple[dict[str, str], bytes]]:
-    """Every message on ``destination`` (headers, body), consumed with a bare stomp.py client."""
-    import stomp
-
-    got: list[tuple[dict[str, str], bytes]] = []
-    quiet = threading.Event()
-
-    class Listener:
-        def on_message(self, frame):
-            got.append((dict(frame.headers), frame.body))
-            quiet.set()
-
-    conn = stomp.Connection12([("127.0.0.1", broker.port)], auto_decode=False, vhost="/")
-    conn.set_listener("drain", Listener())
-    conn.connect(wait=True)
-    conn.subscribe(destination, id="1", ack="auto")
-    while quiet.wait(wait):  # until no message came for ``wait`` seconds
-        quiet.clear()
-    conn.disconnect()
-    return got
 
 
 def one_error_line(done) -> str:
@@ -69,7 +49,7 @@ def test_a_selector_captures_only_the_messages_it_selects_on_activemq(work, brok
     assert "messages 5" in done.stdout
     assert work.seqids() == ids(1, 3, 5, 7, 9)
     # the others are still on the queue, for another consumer
-    assert sorted(b.decode() for _, b in drain(broker, queue)) == sorted(
+    assert sorted(text(b) for _, b in drain(broker, queue)) == sorted(
         work.body(i) for i in (2, 4, 6, 8, 10))
 
 
@@ -98,7 +78,7 @@ def test_rabbitmq_refuses_a_selector_at_start_and_consumes_nothing(work, broker,
 
 
 @broker_test
-@on_rabbitmq
+@on_rabbitmq_stomp
 @pytest.mark.parametrize("mode", ["activemq", "JMSMessageID"])
 def test_rabbitmq_refuses_id_modes_that_need_the_producers_message_id(work, broker, queue,
                                                                        mode):
@@ -120,7 +100,7 @@ def test_producer_assigned_header_ids_work_on_rabbitmq(work, broker, queue):
 
 
 @broker_test
-@on_rabbitmq
+@on_rabbitmq_stomp
 def test_a_virtual_host_rabbitmq_does_not_have_stops_capture_at_connect(work, broker, queue):
     work.properties(jms_url=broker.url, jms_destination=queue, jms_vhost="/nosuch")
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1")
@@ -131,7 +111,7 @@ def test_a_virtual_host_rabbitmq_does_not_have_stops_capture_at_connect(work, br
 # -- the dead-letter destination ----------------------------------------------------------------
 
 @broker_test
-@on_both
+@on_every_broker
 def test_a_discarded_message_goes_to_the_dead_letter_destination_with_its_reason(
         work, broker, queue):
     dlq = f"/queue/dlq-{uuid.uuid4().hex}"
@@ -149,7 +129,7 @@ def test_a_discarded_message_goes_to_the_dead_letter_destination_with_its_reason
     dead = drain(broker, dlq)
     assert len(dead) == 1
     headers, body = dead[0]
-    assert body.decode() == bodies[3]
+    assert text(body) == bodies[3]
     assert "NOSUCH" in headers["msgcap-error"]
     assert headers["msgcap-source-destination"] == queue
     assert headers["msgcap-source-message-id"]
@@ -176,7 +156,7 @@ def test_a_dead_letter_the_broker_refuses_stops_capture_and_keeps_the_message(wo
     assert "error.destination" in line and "it stays on the queue" in line
     assert work.seqids() == ids(1)
     left = drain(broker, queue)  # the poison message and the one after it
-    assert [b.decode() for _, b in left] == bodies[1:]
+    assert [text(b) for _, b in left] == bodies[1:]
 
 
 # -- group acknowledgement ----------------------------------------------------------------------
@@ -189,7 +169,7 @@ def ack_figures(work) -> tuple[int, int]:
 
 
 @broker_test
-@on_both
+@on_stomp
 @pytest.mark.parametrize("ack", ["client", "client-individual"])
 def test_group_acknowledgement_takes_one_frame_per_group_individual_one_per_message(
         work, broker, queue, ack):

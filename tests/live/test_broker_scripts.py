@@ -1,15 +1,18 @@
-"""The broker scripts clean up after a test run that was killed midway."""
+"""The broker scripts clean up after a test run that was killed midway; RabbitMQ's speaks AMQP 1.0
+on the port it is given."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import BROKERS, Broker, _free_port
+from tests import amqp_client
+from tests.conftest import STOMP_BROKERS, Broker, _free_port
 
 pytestmark = pytest.mark.broker
 
@@ -22,7 +25,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("kind", BROKERS)
+@pytest.mark.parametrize("kind", STOMP_BROKERS)
 def test_a_broker_stops_by_itself_once_its_owner_is_gone(tmp_path: Path, kind: str) -> None:
     owner = subprocess.Popen(["sleep", "600"])
     broker = Broker(tmp_path / kind, _free_port(), {"MSGCAP_BROKER_OWNER": str(owner.pid)}, kind)
@@ -58,3 +61,17 @@ def test_stop_ends_the_watcher_too(tmp_path: Path) -> None:
         owner.kill()
         owner.wait()
         broker.stop()
+
+
+def test_rabbitmq_given_an_amqp_port_speaks_amqp_1_0_there(rabbitmq_amqp: Broker) -> None:
+    """The session's node was started with ``MSGCAP_AMQP_PORT``: its status names both URLs, and
+    a plain AMQP 1.0 client puts a message on a queue there and takes it back, body kinds kept."""
+    node = rabbitmq_amqp
+    if not node.running():  # a test that stopped the node and failed before restarting it
+        node.start()
+    assert node.status().split()[3:] == [f"stomp://127.0.0.1:{node.port}",
+                                         f"amqp://127.0.0.1:{node.amqp_port}"]
+    queue = f"/queue/test-{uuid.uuid4().hex}"
+    assert amqp_client.send(node.url, queue, [b"\x00\x00\xc3\xa9", "text"], {"k": "v"}) == 2
+    assert amqp_client.receive(node.url, queue, quiet=1, consume=True) == [
+        ({"k": "v"}, b"\x00\x00\xc3\xa9"), ({"k": "v"}, "text")]

@@ -1,5 +1,5 @@
 """``msgcap status`` and the heartbeat (issue 14), end to end through the real CLI: against a
-running ``msgcap run`` (spool source, and once fed by the real ActiveMQ), after it stops, after
+running ``msgcap run`` (spool source, and once fed by each real broker), after it stops, after
 ``kill -9``, after an error; damaged files; lag growing in /metrics, the report and the status
 while idle with ``report.heartbeat``, and no heartbeat without it."""
 
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from msgcap.commands.status import ABENDED, NOT_RUNNING, RUNNING
+from tests.conftest import BROKERS
 
 COMMIT = "2024-03-01T10:15:30.000000Z"  # the source timestamp of every test message
 
@@ -239,7 +240,8 @@ def test_a_replay_writing_the_trail_is_named(work) -> None:
 
 
 @pytest.mark.broker
-def test_status_of_a_capture_fed_by_activemq(work, broker, queue) -> None:
+@pytest.mark.parametrize("broker", BROKERS, indirect=True)
+def test_status_of_a_capture_fed_by_a_broker(work, broker, queue) -> None:
     work.properties(jms_url=broker.url, jms_destination=queue, report_heartbeat="1sec")
     dump = work.dump("in.jsonl", [work.body(i) for i in range(1, 11)])
     work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
@@ -247,6 +249,7 @@ def test_status_of_a_capture_fed_by_activemq(work, broker, queue) -> None:
     try:
         st = wait_for("10 durable transactions", durable(work, 10), proc, work)
         assert st["pid"] == proc.pid and st["last_commit"] == COMMIT
+        assert st["source"]["state"] == "connected"
         wait_for("a heartbeat", lambda: (status(work)[1]["heartbeat"]["last"] or "") > (
             st["heartbeat"]["last"] or ""), proc, work)
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 
@@ -268,6 +269,28 @@ def test_crash_inside_a_streamed_transaction_then_restart_writes_it_exactly_once
     Run(home, source, stream_at=30)()
     assert seqids(home) == ids(1, 803)
     assert not (home.root / "dirchk" / "SALES.spill.jsonl").exists()
+    assert source.acked == {ident for ident, _ in source.items}
+
+
+def test_messages_without_a_source_id_are_spilled_and_all_written(home) -> None:
+    """An AMQP producer need not set a message-id: messages that have none are spilled and
+    written like any other, never taken for one the spill journal already holds."""
+    class Anonymous(ScriptedSource):
+        def receive(self, timeout: float) -> Message | None:
+            message = super().receive(timeout)
+            if message is not None:
+                message.id = ""
+            return message
+
+    source = Anonymous(spanning(home, 1, 200))
+    deadline = time.monotonic() + 10
+
+    def still_waiting() -> None:  # without an end, the run would wait for it forever
+        assert time.monotonic() < deadline, "the run waits for the end of its transaction"
+
+    source.when_empty = still_waiting
+    Run(home, source, stream_at=30)()
+    assert seqids(home) == ids(1, 200)
     assert source.acked == {ident for ident, _ in source.items}
 
 
