@@ -340,6 +340,13 @@ class Refused(Exception):
     """A failure no retry cures: a refused login or certificate (the words say which)."""
 
 
+class LinkRefused(ConnectFailed):
+    """The broker refused an attach with an error (a queue declared with other arguments, an
+    address that does not exist, no permission): for the capture's own receiver no retry
+    cures it, as a STOMP ERROR frame in answer to SUBSCRIBE; for a dead letter's sender it is
+    one more failure to confirm."""
+
+
 def _ssl_domain(files: TlsFiles) -> proton.SSLDomain:
     """The broker verified against ``files.ca`` (else the system's CAs), host name included;
     our certificate shown if configured."""
@@ -385,6 +392,9 @@ class Connection:
         self.arrived: list[Any] = []
         self.failure: str | None = None  # why the connection (or an attach) ended, in words
         self.refused: str | None = None  # a login or certificate refused: no retry cures it
+        # the error the broker closed a link or session with (an attach it refused: a queue
+        # declared otherwise, an address that does not exist, no permission)
+        self.link_refusal: str | None = None
         self.opened = False
         self.closing = False
         self.receiver: Any = None
@@ -419,10 +429,12 @@ class Connection:
 
     def on_session_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.session.remote_condition)
+        self.link_refusal = self.link_refusal or condition or None
         self._ended("the broker ended the session" + (f" ({condition})" if condition else ""))
 
     def on_link_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.link.remote_condition)
+        self.link_refusal = self.link_refusal or condition or None
         what = "receiver" if event.link.is_receiver else "sender"
         self._ended(f"the broker closed the {what} link" + (f" ({condition})" if condition
                                                             else ""))
@@ -529,14 +541,17 @@ class Connection:
         from proton import Endpoint as ProtonEndpoint
 
         remote = ProtonEndpoint.REMOTE_UNINIT
-        if not self.wait_for(lambda: not (link.state & remote), OPEN_TIMEOUT):
+        answered = self.wait_for(lambda: not (link.state & remote), OPEN_TIMEOUT)
+        if not answered and self.link_refusal is None:
             raise ConnectFailed(self.failure or f"no answer to the attach in {OPEN_TIMEOUT:.0f} s",
                                 subscribing=True)
         terminus = link.remote_source if link.is_receiver else link.remote_target
-        if terminus.address is None or self.failure is not None:
+        if not answered or terminus.address is None or self.failure is not None:
             self.wait_for(lambda: self.failure is not None, 0.5)  # its detach says why
-            raise ConnectFailed(f"the broker refused {address}: "
-                                f"{self.failure or 'no terminus attached'}", subscribing=True)
+            why = f"the broker refused {address}: {self.failure or 'no terminus attached'}"
+            if self.link_refusal is not None:
+                raise LinkRefused(why, subscribing=True)
+            raise ConnectFailed(why, subscribing=True)
 
     def sender(self, node: Node) -> Any:
         """A sender link to ``node`` (one per address, attached once)."""
@@ -683,8 +698,12 @@ class AmqpSource(BrokerSource):
         """Attach the receiver (a topic as a durable subscription if ``durable``), refusing
         what cannot work (``_refuse``) and a selector the broker did not take."""
         self._refuse(broker, endpoint)
-        receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
-                                        name=self.client_id, selector=self.selector)
+        try:
+            receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
+                                            name=self.client_id, selector=self.selector)
+        except LinkRefused:
+            raise SourceError(f"{broker.name} refused the subscription to {self.destination}: "
+                              f"{conn.link_refusal}", url=endpoint.url) from None
         if self.selector and not _has_selector(receiver):
             raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS selector "
                                 "filter (it would deliver every message); remove jms.selector",

@@ -189,6 +189,24 @@ def test_credit_window_bounds_unsettled_deliveries(amqp, queue) -> None:
 
 
 @pytest.mark.broker
+def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp, queue) -> None:
+    """Another client declared the queue non-durable first: RabbitMQ ends the attach with an
+    error no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE
+    (not a retry every few seconds for ever)."""
+    from proton.utils import BlockingConnection
+
+    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    other.create_receiver(queue, credit=1)  # a non-durable terminus declares a transient queue
+    other.close()
+    src = _source(amqp, queue)
+    with pytest.raises(SourceError) as caught:
+        src.open()
+    text = str(caught.value)
+    assert f"refused the subscription to {queue}" in text and "durable" in text
+    assert "\n" not in text
+
+
+@pytest.mark.broker
 def test_selector_refused_on_rabbitmq_3_before_consuming(amqp, queue) -> None:
     _send(amqp, queue, _proton("kept"))
     src = _source(amqp, queue, selector="color = 'red'")
