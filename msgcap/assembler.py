@@ -254,13 +254,11 @@ class Assembler:
     """
 
     def __init__(self, rules: ImageRules | None = None, restart: Restart | None = None, *,
-                 records: RecordBuilder | None = None, images: ImageRecords | None = None
-                 ) -> None:
+                 records: RecordBuilder | None = None) -> None:
         self.rules = rules or ImageRules()
         self.records: RecordBuilder = records or ImageRecords(self.rules)
-        # the image rules the compiled path applies (None: another builder, no compiled path,
-        # unless ``images`` gives them: the Spark batch's trial encodes beside its state machine)
-        self._images = self.records if type(self.records) is ImageRecords else images
+        # the image rules the compiled path applies (None: another builder, no compiled path)
+        self._images = self.records if type(self.records) is ImageRecords else None
         self._update_iotype = IOTYPE_FIELDCOMP if self.rules.compress_updates else IOTYPE_UPDATE
         restart = restart or Restart()
         self._seq = _counter(restart.last_seqid, 20)
@@ -385,35 +383,6 @@ class Assembler:
         out: list[tuple[bytes, str, int, str]] = []
         self.encode_wholes([ops], 0, encoder, txnum, out)
         return out[0] if out else None
-
-    def renumbered(self, record: bytes, seqid: str | None, ordinal: int, txid: str | None,
-                   encoder: TrailEncoder, txnum: int) -> tuple[bytes, str, int, str] | None:
-        """``encode_whole`` of a message of one op (``seqid``, ``ordinal``, ``txid`` as parsed,
-        no txind, txname or txowner) from this state, given ``record``, the bytes
-        ``encode_whole`` gave it from another state whose run differs from this one only by the
-        counters' start values (the Spark batch's fresh trial when ``plan.fits``): only the T
-        token and AuditRBA may change. None (nothing changed) when the record does not take
-        them (too long) or the message is not for the compiled path here."""
-        if self._open is not None:
-            return None
-        seq, count = self._seq, self._txid
-        if seqid is None:
-            seq += 1
-            seqid = str(seq).zfill(20)
-        elif not _after(seqid, ordinal, self._last):
-            return None
-        if txid is None:
-            count += 1
-            txid = str(count)
-        try:
-            tail = encoder.tail(txid.encode(), seqid, b"")
-        except MessageError:
-            return None
-        data = encoder.renumbered(record, tail, txnum & 0xFFFFFFFF)
-        if data is None:
-            return None
-        self._txid, self._seq, self._last = count, seq, (seqid, ordinal)
-        return data, seqid, ordinal, txid
 
     def encode_wholes(self, results: list[list[Op] | Exception], start: int,
                       encoder: TrailEncoder, txnum: int,

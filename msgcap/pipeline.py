@@ -417,17 +417,6 @@ class Pipeline:
         self._written(position, ops[-1].timestamp)
         return True
 
-    def write_encoded(self, done: tuple[bytes, str, int, str], key: tuple[str, str],
-                      commit_us: int) -> None:
-        """Append the whole transaction of one operation of ``key`` (table, optype) the caller
-        encoded for this state (the Spark batch's pass 2: ``Assembler.renumbered``), counted as
-        ``_whole`` counts one."""
-        assert self._trail is not None  # (the caller encoded it for the compiled path)
-        position = self._trail.append_whole(done[0], done[1], done[2], done[3])
-        counts = self.stats.operations
-        counts[key] = counts.get(key, 0) + 1
-        self._written(position, commit_us)
-
     def _count_ops(self, ops: list[Op]) -> None:
         """Count the operations of a transaction the compiled path wrote."""
         counts = self.stats.operations

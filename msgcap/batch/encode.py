@@ -24,7 +24,6 @@ from msgcap.assembler import Assembler, ImageRecords, ImageRules
 from msgcap.batch.inputs import InputFile
 from msgcap.batch.parse import (
     BAD,
-    ENCODED,
     FATAL,
     Job,
     Parsed,
@@ -32,7 +31,6 @@ from msgcap.batch.parse import (
     no_gc,
     read_spooled,
     rebuilt,
-    reparsed,
     spool,
 )
 from msgcap.batch.plan import Plan, message_name
@@ -308,13 +306,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     stats.body_size = summary.body_size
     tables = job.tables()
     headers: dict[str, str] = {}
-    errors, compiled = pl.errors, pl.compiled
-    # the records pass 1 encoded hold for this run when the fresh trial is it (not with rows);
-    # otherwise their values come from the segment parsed again
-    renumber = plan.trial == "fresh" and noted is None
-    kept = pl.ops if renumber or not compiled.ends else reparsed(job, summary.key, compiled).ops
-    renumbered, encoder, write_encoded = asm.renumbered, sink.encoder, pipeline.write_encoded
-    j = -1  # the message of ``compiled``
+    errors, kept = pl.errors, pl.ops
     bodies_of = pl.rows
     stop, width_at = plan.stop, plan.width_at
     shapes, numbers = sk.shapes, sk.numbers
@@ -324,23 +316,8 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
         for index, kind in enumerate(sk.kinds):
             if stop is not None and index > stop:
                 break
-            values = kept[index]
-            if kind == ENCODED:
-                j += 1
-                if renumber and index != width_at:
-                    (shape,) = shapes[index]
-                    done = renumbered(compiled.record(j), shape[2], shape[7], shape[3], encoder,
-                                      sink.txnum + 1)
-                    if done is not None:
-                        write_encoded(done, (shape[0], shape[1]), compiled.stamps[j])
-                        stats.messages += 1
-                        continue
-                if values is None:  # (not parsed again yet)
-                    kept = reparsed(job, summary.key, compiled).ops
-                    values = kept[index]
-            assert values is not None  # (a message in ``compiled`` has them once parsed again)
-            ops = ([rebuilt(tables[shape[0]], shape, op_values)
-                    for shape, op_values in zip(shapes[index], values, strict=True)]
+            ops = ([rebuilt(tables[shape[0]], shape, values)
+                    for shape, values in zip(shapes[index], kept[index], strict=True)]
                    if kind != BAD and kind != FATAL else [])
             if ops and index != width_at and whole(ops):  # the compiled path (not with rows)
                 stats.messages += 1

@@ -32,7 +32,7 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from msgcap.assembler import Assembler, AssemblerState, ImageRecords, ImageRules, OpenState
@@ -47,7 +47,6 @@ from msgcap.batch.segments import (
     whole_files,
 )
 from msgcap.msgid import MessageIds
-from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.records import TrailRecord
 from parsers.model import MISSING, TX_END, TX_MIDDLE, Message, Op
 from props.errors import MessageError, MsgcapError
@@ -59,8 +58,6 @@ if TYPE_CHECKING:
 
 # a message's kind: ONE is an OK message of one operation with one record (most messages)
 OK, BAD, FATAL, ONE = 0, 1, 2, 3
-# a message of kind ONE the fresh trial wrote by the compiled path (``Compiled``)
-ENCODED = 4
 # first_message of a transaction a trial assumes open from before its segment
 INHERITED = "\x00inherited\x00"
 
@@ -229,61 +226,18 @@ def rebuilt(table: Any, shape: tuple, values: Kept) -> Op:
 
 
 @dataclass(slots=True)
-class Compiled:
-    """The messages the fresh trial wrote by the compiled path (kind ``ENCODED``), in order:
-    their records, numbered as in that trial (``Assembler.renumbered`` numbers them for the
-    true run), and commit timestamps, each in one buffer, not an object a message: pass 1
-    holds none of the parser's objects, which replay frees as it goes. Their values are not
-    kept: when the trial is not the true run, pass 2 parses the segment's ``lines`` again
-    (``reparsed``)."""
-
-    records: bytearray = field(default_factory=bytearray)
-    ends: array = field(default_factory=lambda: array("q"))
-    stamps: array = field(default_factory=lambda: array("q"))
-    lines: bytes = b""  # the segment's lines marshalled (with whether it is a whole file)
-
-    def add(self, record: bytes, timestamp: int) -> None:
-        self.records += record
-        self.ends.append(len(self.records))
-        self.stamps.append(timestamp)
-
-    def dumps(self) -> tuple[bytes, ...]:
-        return (bytes(self.records), self.ends.tobytes(), self.stamps.tobytes(), self.lines)
-
-    @classmethod
-    def load(cls, parts: tuple[bytes, ...]) -> Compiled:
-        records, ends, stamps, lines = parts
-        e, t = array("q"), array("q")
-        e.frombytes(ends)
-        t.frombytes(stamps)
-        return cls(bytearray(records), e, t, lines)
-
-    def record(self, j: int) -> bytes:
-        """The record of the ``j``-th message."""
-        ends = self.ends
-        return bytes(self.records[ends[j - 1] if j else 0:ends[j]])
-
-
-@dataclass(slots=True)
 class Payload:
-    """Per message: its operations' values (``kept``; () for a bad or fatal message, None for
-    one in ``compiled``, see ``reparsed``); the error of a bad or fatal message; rows' column texts per operation
-    with ``--format``. (Ids and lines are not kept: pass 2 names messages by file and line.)"""
+    """Per message: its operations' values (``kept``; () for a bad or fatal message); the
+    error of a bad or fatal message; rows' column texts per operation with ``--format``.
+    (Ids and lines are not kept: pass 2 names messages by file and line.)"""
 
-    ops: list[tuple[Kept, ...] | None]
+    ops: list[tuple[Kept, ...]]
     errors: dict[int, Any]
     rows: list[tuple] | None
-    compiled: Compiled
 
     @classmethod
     def load(cls, blob: bytes, compressed: bool) -> Payload:
-        ops, errors, rows, compiled = marshal.loads(zlib.decompress(blob) if compressed
-                                                    else blob)
-        return cls(ops, errors, rows, Compiled.load(compiled))
-
-    def dumps(self) -> bytes:
-        """What ``load`` reads (uncompressed)."""
-        return marshal.dumps((self.ops, self.errors, self.rows, self.compiled.dumps()))
+        return cls(*marshal.loads(zlib.decompress(blob) if compressed else blob))
 
 
 @contextmanager
@@ -368,10 +322,9 @@ def count_lines(job: Job, elements: Iterable[bytes], *,
             for seg in segments(elements, job.files, job.whole, lines=lines)]
 
 
-def parse_segment(job: Job, seg: Segment, *, compiling: bool = True) -> Parsed:
-    """Pass 1 of one segment (see the module doc); without ``compiling``, every message's
-    values are kept and none is encoded (``reparsed``)."""
-    return _Pass1(job, seg, compiling=compiling).run()
+def parse_segment(job: Job, seg: Segment) -> Parsed:
+    """Pass 1 of one segment (see the module doc)."""
+    return _Pass1(job, seg).run()
 
 
 class _Pass1:
@@ -379,17 +332,14 @@ class _Pass1:
     one operation of one record of the common case (``ImageRecords.single``), takes the short
     way)."""
 
-    def __init__(self, job: Job, seg: Segment, *, compiling: bool = True) -> None:
-        self.job, self.seg, self.compiling = job, seg, compiling
+    def __init__(self, job: Job, seg: Segment) -> None:
+        self.job, self.seg = job, seg
         self.clock = Clock()
         self.ids = MessageIds(job.id_mode, None, clock=self.clock)
         self.build = ImageRecords(job.rules)
         self.abend = job.policy == "abend"
         self.boundaries = Boundaries()
-        self.fresh = _TrialRun(Assembler(job.rules, records=self.boundaries, images=self.build),
-                               self.abend)
-        self.encoder = TrailEncoder(job.byteorder)
-        self.compiled = Compiled()
+        self.fresh = _TrialRun(Assembler(job.rules, records=self.boundaries), self.abend)
         self.trials = [self.fresh]
         self.continuing: _TrialRun | None = None
         self.continues: str | None = None
@@ -399,7 +349,7 @@ class _Pass1:
         self.refs = array("q")
         self.distinct: list[tuple] = []
         self.seen: dict[tuple, int] = {}
-        self.ops: list[tuple[Kept, ...] | None] = []
+        self.ops: list[tuple[Kept, ...]] = []
         self.errors: dict[int, Any] = {}
         self.rows: list[tuple] | None = [] if job.rows else None
         self.system_seqids = False
@@ -413,8 +363,7 @@ class _Pass1:
         kinds, numbers, refs = self.kinds, self.numbers, self.refs
         seen, distinct = self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
-        single, add, encode = fresh.asm.take_single, fresh.asm.add, fresh.asm.encode_whole
-        encoder, compile_op, compiling = self.encoder, self.compiled.add, self.compiling
+        single, add = fresh.asm.take_single, fresh.asm.add
         body_size = 0
         first_id: tuple[int, str] | None = None
         found = messages(seg, job.first_line(seg.key), job.max_bytes)
@@ -444,28 +393,19 @@ class _Pass1:
                         self.system_seqids = True
                     else:
                         self.given(seqid)
-                    # the fresh trial, inline, encoding by the compiled path what it takes
-                    done = (encode(ops, encoder, fresh.txns + 1)
-                            if compiling and fresh.stop is None and op.txind is None and op.txname is None
-                            and op.txowner is None else None)
-                    if done is not None:
-                        fresh.txns += 1
-                        compile_op(done[0], op.timestamp)
-                        keep(None)
-                    elif common(op) is None:  # records that may fail, or several
+                    if common(op) is None:  # records that may fail, or several
                         self.general(index, message, ops)
                         continue
-                    else:
-                        keep((kept(op),))
+                    keep((kept(op),))
                     shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
                               op.txowner, op.ordinal, False),)
                     ref = seen.get(shape)
                     if ref is None:
                         ref = seen[shape] = len(distinct)
                         distinct.append(shape)
-                    kinds.append(ONE if done is None else ENCODED)
+                    kinds.append(ONE)
                     refs.append(ref)
-                    if done is None and fresh.stop is None:
+                    if fresh.stop is None:  # the fresh trial, inline
                         try:
                             if single(message, op):
                                 fresh.txns += 1
@@ -481,9 +421,7 @@ class _Pass1:
             lines = seg.complete()
             skeleton = marshal.dumps((bytes(kinds), numbers.tobytes(), refs.tobytes(),
                                       distinct))
-            if self.compiled.ends:
-                self.compiled.lines = marshal.dumps((seg.whole, lines))
-            payload = Payload(self.ops, self.errors, rows, self.compiled).dumps()
+            payload = marshal.dumps((self.ops, self.errors, rows))
             if job.compress:
                 payload = zlib.compress(payload, 1)
         continuing = self.continuing
@@ -575,15 +513,6 @@ class _Pass1:
             if t.stop is None:
                 t.add(index, message, ops)
         failing.clear()
-
-
-def reparsed(job: Job, key: SegmentKey, compiled: Compiled) -> Payload:
-    """The payload of segment ``key`` with the values of every message, ``compiled`` ones too:
-    its lines parsed again as pass 1 parsed them (ids, order), encoding nothing."""
-    whole, lines = marshal.loads(compiled.lines)
-    seg = Segment(job.files[key[0]], key[1], lines, whole)
-    parsed = parse_segment(replace(job, spool=None, compress=False), seg, compiling=False)
-    return Payload.load(parsed.payload, False)
 
 
 def _shape(op: Op, failing: bool) -> tuple:

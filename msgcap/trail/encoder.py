@@ -48,8 +48,6 @@ from props.errors import MessageError
 from props.text import quoted
 
 _BEFORE_AFTER = {"A": 0x41, "B": 0x42}
-# where a record's AuditRBA is: after the G head, H head and header fields before it (§5)
-_RBA_AT = struct.calcsize(">BBHBxHBBxBHBBQI4x")
 
 
 class _Frame:
@@ -188,24 +186,6 @@ class TrailEncoder:
                 self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)),
                 self._head(TOKEN_VAMSEQID, 0, len(sb)))
         return b"".join((heads[0], tb, heads[1], sb, u))
-
-    def renumbered(self, record: bytes, tail: bytes, audit_rba: int) -> bytes | None:
-        """A whole record of ``record_function`` (a D token, then T and U tokens) with
-        ``tail`` and AuditRBA ``audit_rba`` (itself when it has them): the Spark batch encodes
-        a message in pass 1 under a trial's numbering and renumbers it in pass 2. None when it
-        would be too long."""
-        lay = self.layout
-        d_at = 8 + lay.u16.unpack_from(record, 6)[0]  # after the G head and the H token
-        cut = d_at + 4 + lay.u16.unpack_from(record, d_at + 2)[0]  # after the D token
-        if record[cut:-4] == tail and lay.u32.unpack_from(record, _RBA_AT)[0] == audit_rba:
-            return record
-        total = cut + len(tail) + 4
-        if total > MAX_RECORD:
-            return None
-        head = bytearray(record[:cut])
-        lay.u16.pack_into(head, 2, total)
-        lay.u32.pack_into(head, _RBA_AT, audit_rba)
-        return b"".join((head, tail, self._head(REC_Z, GZ_INFO, total)))
 
     def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
                            last: bool = True) -> bytes:
