@@ -306,7 +306,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     stats.body_size = summary.body_size
     tables = job.tables()
     headers: dict[str, str] = {}
-    errors, kept = pl.errors, pl.ops
+    errors, values = pl.errors, pl.values
     bodies_of = pl.rows
     stop, width_at = plan.stop, plan.width_at
     shapes, numbers = sk.shapes, sk.numbers
@@ -316,8 +316,8 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
         for index, kind in enumerate(sk.kinds):
             if stop is not None and index > stop:
                 break
-            ops = ([rebuilt(tables[shape[0]], shape, values)
-                    for shape, values in zip(shapes[index], kept[index], strict=True)]
+            ops = ([rebuilt(tables[shape[0]], shape, kept)
+                    for shape, kept in zip(shapes[index], values(index), strict=True)]
                    if kind != BAD and kind != FATAL else [])
             if ops and index != width_at and whole(ops):  # the compiled path (not with rows)
                 stats.messages += 1

@@ -227,17 +227,24 @@ def rebuilt(table: Any, shape: tuple, values: Kept) -> Op:
 
 @dataclass(slots=True)
 class Payload:
-    """Per message: its operations' values (``kept``; () for a bad or fatal message); the
-    error of a bad or fatal message; rows' column texts per operation with ``--format``.
-    (Ids and lines are not kept: pass 2 names messages by file and line.)"""
+    """Per message: its operations' values (``kept``; () for a bad or fatal message; those of
+    the common message marshalled on their own, ``values``: pass 1 then holds one object a
+    message, not the parser's dozen, which replay frees as it goes); the error of a bad or
+    fatal message; rows' column texts per operation with ``--format``. (Ids and lines are not
+    kept: pass 2 names messages by file and line.)"""
 
-    ops: list[tuple[Kept, ...]]
+    ops: list[tuple[Kept, ...] | bytes]
     errors: dict[int, Any]
     rows: list[tuple] | None
 
     @classmethod
     def load(cls, blob: bytes, compressed: bool) -> Payload:
         return cls(*marshal.loads(zlib.decompress(blob) if compressed else blob))
+
+    def values(self, index: int) -> tuple[Kept, ...]:
+        """The values of message ``index``'s operations."""
+        found = self.ops[index]
+        return marshal.loads(found) if isinstance(found, bytes) else found
 
 
 @contextmanager
@@ -349,7 +356,7 @@ class _Pass1:
         self.refs = array("q")
         self.distinct: list[tuple] = []
         self.seen: dict[tuple, int] = {}
-        self.ops: list[tuple[Kept, ...]] = []
+        self.ops: list[tuple[Kept, ...] | bytes] = []
         self.errors: dict[int, Any] = {}
         self.rows: list[tuple] | None = [] if job.rows else None
         self.system_seqids = False
@@ -364,6 +371,7 @@ class _Pass1:
         seen, distinct = self.seen, self.distinct
         rows, fresh, time_base = self.rows, self.fresh, job.time_base
         single, add = fresh.asm.take_single, fresh.asm.add
+        dumps = marshal.dumps
         body_size = 0
         first_id: tuple[int, str] | None = None
         found = messages(seg, job.first_line(seg.key), job.max_bytes)
@@ -396,7 +404,7 @@ class _Pass1:
                     if common(op) is None:  # records that may fail, or several
                         self.general(index, message, ops)
                         continue
-                    keep((kept(op),))
+                    keep(dumps((kept(op),)))
                     shape = ((op.table.name, op.optype, seqid, op.txid, op.txind, op.txname,
                               op.txowner, op.ordinal, False),)
                     ref = seen.get(shape)

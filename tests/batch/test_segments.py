@@ -334,7 +334,7 @@ def test_pass_two_writes_by_the_compiled_path(one_record_messages, monkeypatch):
     parsed = parse_segment(job, seg)
     payload = Payload.load(parsed.payload, False)
     for index, name in ((3, 12345), (50, "x" * 70000)):
-        ((_, _, after),) = payload.ops[index]
+        ((_, _, after),) = payload.ops[index] = payload.values(index)
         after[1] = name  # NAME
     parsed.payload = marshal.dumps((payload.ops, payload.errors, payload.rows))
     plan = Planner(job.rules, job.policy, files).plan(parsed.summary, lambda: None)
