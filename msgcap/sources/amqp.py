@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
 from msgcap.sources.broker import (
@@ -55,6 +55,7 @@ from msgcap.sources.broker import (
     Delivery,
     Endpoint,
     Lost,
+    endpoints_of,
 )
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from msgcap.tally import Tally
@@ -84,19 +85,7 @@ SEND_WINDOW = 500  # messages msgcap send leaves unconfirmed at most
 
 def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
     """``amqp://host:port`` / ``amqps://host:port`` entries (a failover list, in order)."""
-    out = []
-    for url in urls:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in PORTS or not parts.hostname:
-            raise SourceError("expected amqp://host:port or amqps://host:port", url=url)
-        try:
-            port = parts.port or PORTS[parts.scheme]
-        except ValueError:
-            raise SourceError("bad port", url=url) from None
-        out.append(Endpoint(url.strip(), parts.hostname, port, parts.scheme == "amqps"))
-    if not out:
-        raise SourceError("jms.url names no broker")
-    return out
+    return endpoints_of(urls, {"amqp": (PORTS["amqp"], False), "amqps": (PORTS["amqps"], True)})
 
 
 def mechanisms_for(configured: Sequence[str], *, user: str | None,

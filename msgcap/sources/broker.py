@@ -40,9 +40,10 @@ import random
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from msgcap.sources.base import (
     CONNECTED,
@@ -77,6 +78,26 @@ class Endpoint:
     host: str
     port: int
     tls: bool
+
+
+def endpoints_of(urls: Sequence[str], schemes: Mapping[str, tuple[int, bool]]) -> list[Endpoint]:
+    """The ``jms.url`` entries of one protocol, a failover list in order; ``schemes``: each
+    scheme the protocol takes, with its default port and whether it means TLS."""
+    out = []
+    for url in urls:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in schemes or not parts.hostname:
+            forms = " or ".join(f"{scheme}://host:port" for scheme in schemes)
+            raise SourceError(f"expected {forms}", url=url)
+        default_port, tls = schemes[parts.scheme]
+        try:
+            port = parts.port or default_port
+        except ValueError:
+            raise SourceError("bad port", url=url) from None
+        out.append(Endpoint(url.strip(), parts.hostname, port, tls))
+    if not out:
+        raise SourceError("jms.url names no broker")
+    return out
 
 
 class Backoff:

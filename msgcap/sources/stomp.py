@@ -53,7 +53,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from msgcap.sources.base import HEADER_BYTES, duration_text, failure_words, unreachable
 from msgcap.sources.broker import (
@@ -64,6 +63,7 @@ from msgcap.sources.broker import (
     Delivery,
     Endpoint,
     Lost,
+    endpoints_of,
 )
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from msgcap.tally import Tally
@@ -99,19 +99,7 @@ SIGN_OF_LIFE_SECONDS = 0.1
 
 def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
     """``stomp://host:port`` / ``stomp+ssl://host:port`` entries (a failover list, in order)."""
-    out = []
-    for url in urls:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("stomp", "stomp+ssl") or not parts.hostname:
-            raise SourceError("expected stomp://host:port or stomp+ssl://host:port", url=url)
-        try:
-            port = parts.port or 61613
-        except ValueError:
-            raise SourceError("bad port", url=url) from None
-        out.append(Endpoint(url.strip(), parts.hostname, port, parts.scheme == "stomp+ssl"))
-    if not out:
-        raise SourceError("jms.url names no broker")
-    return out
+    return endpoints_of(urls, {"stomp": (61613, False), "stomp+ssl": (61613, True)})
 
 
 @dataclass(frozen=True, slots=True)
