@@ -32,11 +32,8 @@ from gendef.model import (
     number_text_column,
     varchar_column,
 )
-from msgcap.assembler import Assembler, ImageRules
 from msgcap.commands.replay import Progress, replay_messages
-from msgcap.compiled import CompiledPath
 from msgcap.pipeline import build_pipeline
-from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.reader import TrailFile, sequence_files
 from msgcap.trail.writer import TrailWriter
 from parsers.base import build_parser
@@ -463,31 +460,6 @@ def test_common_messages_take_the_compiled_path(tmp_path):
     assert list(pipeline.consume([Message("x", {"SEQNO": "1"}, body)])) == [[]]
     writer.close()
     assert pipeline.stats.operations == {("X.SMALL", "I"): 1, ("X.SMALL", "U"): 1}
-
-
-def test_compiled_path_without_a_writer_gives_the_replay_bytes(tmp_path):
-    """``CompiledPath`` (a Spark partition's: no trail writer) encodes message after message
-    into the bytes a replay writes, and leaves a message it does not take to the general path
-    untouched."""
-    (tmp_path / "all.def").write_text(DELIM_DEFS)
-    config = settings_from_text(delim_props("abend", "plain").replace("WORK/", f"{tmp_path}/"),
-                                str(tmp_path / "test.properties"), env={})
-    definitions = build_definitions(config)
-    row = ",S.ALL,2024-03-01 10:15:30,1,AB,n,1.5,3,7,01/03/2024,NULL,NULL"
-    messages = [(f"m{n}", {"SEQNO": f"{n + 1:03d}"}, optype + row)
-                for n, optype in enumerate("IUDI")]
-    work = tmp_path / "r"
-    work.mkdir()
-    (work / "all.def").write_text(DELIM_DEFS)
-    records = replay(work, delim_props("abend", "plain"), messages, True)[0]
-    path = CompiledPath(build_parser(config, definitions),
-                        Assembler(ImageRules.from_settings(config)),
-                        TrailEncoder(config.trail.byteorder))
-    out = [path.encode(Message(h["SEQNO"], h, b)) for _, h, b in messages]  # (ids applied)
-    assert all(out) and b"".join(out) == records[0]
-    assert path.txnum == 4 and path.last == ("004", 0, "4")
-    again = Message("004", {}, "I" + row)  # already in the trail: the general path skips it
-    assert path.encode(again) is None and path.txnum == 4
 
 
 @pytest.mark.parametrize("trail_props", ["trail.megabytes=1\ntrail.sync=none\n",
