@@ -41,9 +41,10 @@ import ipaddress
 import logging
 import ssl
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
@@ -62,8 +63,17 @@ from msgcap.tally import Tally
 from parsers.model import Message
 from props.errors import MessageError, PropertyError, SourceError
 
-if TYPE_CHECKING:
+try:  # the optional amqp extra: without it, amqp:// is one line saying how to install it
     import proton
+    from cproton import (  # type: ignore[import-untyped]
+        pn_message_get_creation_time,
+        pn_message_get_delivery_count,
+        pn_message_get_expiry_time,
+    )
+except ImportError:
+    raise SourceError("amqp:// and amqps:// need the AMQP 1.0 client, python-qpid-proton: "
+                      "pip install 'msgcap[amqp]' (it builds with gcc and the Python and "
+                      "OpenSSL headers)") from None
 
 log = logging.getLogger("msgcap.source")
 
@@ -169,8 +179,6 @@ def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Nod
 def id_text(value: Any) -> str:
     """A message-id or correlation-id as JMS sees it (Qpid JMS): a string as is, a number
     ``ID:AMQP_ULONG:n``, a UUID ``ID:AMQP_UUID:...``, binary ``ID:AMQP_BINARY:HEX``."""
-    import uuid
-
     if isinstance(value, str):
         return str(value)
     if isinstance(value, uuid.UUID):
@@ -195,12 +203,6 @@ def property_text(value: Any) -> str:
 def headers_of(msg: proton.Message) -> dict[str, str]:
     """A received message's header fields and application properties, named as on STOMP
     (the table in docs/guide.md "AMQP 1.0")."""
-    from cproton import (  # type: ignore[import-untyped]
-        pn_message_get_creation_time,
-        pn_message_get_delivery_count,
-        pn_message_get_expiry_time,
-    )
-
     handle = msg._msg  # the times in ms as sent (proton's properties turn them into float s)
     headers = {}
     if msg.properties:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from msgcap.sources.base import CONNECTING, Unreadable
 from msgcap.sources.broker import Backoff
 from parsers.model import Message
 from props.errors import MessageError, PropertyError, SourceError
-from tests.conftest import Broker, _free_port
+from tests.conftest import REPO, Broker, _free_port
 
 LOGIN = {"user": "guest", "password": "guest"}
 
@@ -418,3 +420,28 @@ def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> 
     assert "amqp-value map" in record["error"] and record["message"]["id"] == "poison-1"
     again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 0" in again.stdout
+
+
+@pytest.mark.parametrize("command", ["run", "send", "check"])
+def test_without_the_amqp_client_an_amqp_url_is_one_line_saying_how_to_install_it(
+        tmp_path, command) -> None:
+    """A runtime-only install (no ``msgcap[amqp]``): run, send and check say what to install,
+    in one line with exit status 2, not a traceback."""
+    prop = tmp_path / "jmsvam.properties"
+    (tmp_path / "x.def").write_text("")
+    prop.write_text("parser.type=delim\ndelim.sourcedefs=x.def\ndelim.header=optype,schemaandtable\n"
+                    "trail.path=dirdat/aa\njms.url=amqp://127.0.0.1:5672\njms.destination=q\n")
+    dump = tmp_path / "one.jsonl"
+    dump.write_text('{"id": "1", "body": "x"}\n')
+    args = {"run": ["run", "--prop", str(prop), "--max-idle", "1"],
+            "send": ["send", "--prop", str(prop), str(dump)],
+            "check": ["check", "--prop", str(prop)]}[command]
+    blocked = ("import sys; sys.modules['proton'] = sys.modules['cproton'] = None; "
+               "from msgcap.cli import main; sys.exit(main(sys.argv[1:]))")
+    done = subprocess.run([sys.executable, "-c", blocked, *args], cwd=tmp_path, check=False,
+                          text=True,
+                          capture_output=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'msgcap[amqp]'" in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
