@@ -12,24 +12,13 @@ from pathlib import Path
 import pytest
 
 from props.errors import PropertyError
-from props.loader import load_settings, settings_from_text
+from props.loader import load_settings
 from props.settings import Settings
+from tests.props.test_props_amqp import DELIM, FILE, fail, load
 
 REPO = Path(__file__).resolve().parents[2]
-FILE = "t.properties"
-DELIM = "parser.type=delim\ndelim.sourcedefs=dirdef/x.def\ndelim.header=optype,schemaandtable\n"
 QPID = "java.naming.factory.initial=org.apache.qpid.jms.jndi.JmsInitialContextFactory\n"
 SECRET = "Hunter22"
-
-
-def load(text: str) -> Settings:
-    return settings_from_text(DELIM + text, FILE, {})
-
-
-def fail(text: str) -> str:
-    with pytest.raises(PropertyError) as info:
-        load(text)
-    return str(info.value)
 
 
 def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
