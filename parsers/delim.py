@@ -42,6 +42,8 @@ class Dialect:
     __slots__ = (
         "_always_scan",
         "_csv_args",
+        "_csv_doubled",
+        "_csv_escapes",
         "_csv_feed",
         "_csv_reader",
         "_escape_re",
@@ -104,6 +106,13 @@ class Dialect:
                    and quote_escaped in (None, quote * 2) and fielddelim != quote
                    and "\r" not in fielddelim + quote)
         self._quoted_null = f"{quote}{nullindicator}{quote}" if nullindicator else None
+        # csv unescapes a doubled quote inside a quoted value as §5.1 does. It reads one
+        # otherwise only in an unquoted value, where it keeps both quotes (a value holding a
+        # doubled quote goes to the tokenizer, see _csv_valid), and in an empty quoted value,
+        # which it cannot tell from an empty unquoted one: the NULL without an indicator.
+        self._csv_doubled = quote * 2 if classic and nullindicator else None
+        # the escapes that send a quoted body to the tokenizer
+        self._csv_escapes = tuple(s for s in self._scan_escapes if s != self._csv_doubled)
         self._csv_args: dict[str, Any] | None = (
             {"delimiter": fielddelim, "quotechar": quote, "doublequote": True, "strict": True}
             if classic else None)
@@ -155,6 +164,7 @@ class Dialect:
         """``one_line`` with the dialect's settings bound once."""
         linedelim, quote, fielddelim, crlf = self.linedelim, self.quote, self.fielddelim, self.crlf
         scan_escapes, scan_unquoted = self._scan_escapes, self._scan_unquoted
+        csv_escapes = self._csv_escapes
         plain, unescaper, csv_line = self._plain_escapes, self._unescaper, self._csv_line
         null = "" if self.nullindicator is None else self.nullindicator
         if self._always_scan:
@@ -176,7 +186,7 @@ class Dialect:
             if not line:
                 return None
             if quote in line:
-                for seq in scan_escapes:
+                for seq in csv_escapes:
                     if seq in line:
                         return None
                 values: Record | None = csv_line(line)
@@ -214,17 +224,21 @@ class Dialect:
             return None
         self._csv_feed.append(body)
         try:
-            return next(reader)
+            values: Record = next(reader)
         except (csv.Error, IndexError, StopIteration):
             self._csv_feed.clear()
             self._csv_reader = self._line_reader()
             return None
+        doubled = self._csv_doubled
+        if doubled is not None and doubled in body and not _csv_valid([values], doubled):
+            return None
+        return values
 
     def split(self, body: str) -> list[Record]:
         """Records of values: NULL as None, escapes replaced. An empty record is ``[]``."""
         if self._always_scan:
             return self._scan(body)
-        for seq in self._scan_escapes:
+        for seq in self._csv_escapes:  # (the doubled quote: csv tells, _csv_rows)
             if seq in body:
                 return self._scan(body)
         if self.quote in body:
@@ -257,9 +271,9 @@ class Dialect:
         """Rows by ``csv.reader`` when it reads this body exactly as §5.1 does, else None.
 
         That holds for one-character delimiter and quote, ``\\n`` lines without ``\\r``, no
-        doubled quote (so csv never unescapes, and an empty value is never quoted) and no
-        quoted null indicator: then every value csv returns is unquoted or quoted without
-        ambiguity for the NULL test.
+        quoted null indicator, and doubled quotes only inside quoted values with a NULL
+        indicator set (``_csv_doubled``): then every value csv returns is unquoted or quoted
+        without ambiguity for the NULL test, and unescaped as §5.1 unescapes it.
         """
         csv_args, quoted_null = self._csv_args, self._quoted_null
         if csv_args is None or "\r" in body or (quoted_null and quoted_null in body):
@@ -267,9 +281,13 @@ class Dialect:
         # one line (a message per record) needs no line iterator
         lines = [body] if body.find("\n") in (-1, len(body) - 1) else io.StringIO(body, newline="")
         try:
-            return cast("list[Record]", list(csv.reader(lines, **csv_args)))
+            rows = cast("list[Record]", list(csv.reader(lines, **csv_args)))
         except csv.Error:
             return None  # the tokenizer reports the error with its position
+        doubled = self._csv_doubled
+        if doubled is not None and doubled in body and not _csv_valid(rows, doubled):
+            return None
+        return rows
 
     def _scan(self, body: str) -> list[Record]:
         """The general path: quotes, and escapes that contain delimiter characters."""
@@ -310,6 +328,14 @@ class Dialect:
                 break
             record = []
         return records
+
+
+def _csv_valid(rows: list[Record], doubled: str) -> bool:
+    """Whether csv read a body holding doubled quotes as §5.1 does: no value it returns holds
+    one. A quoted value's doubled quotes came back as one quote each; a value that still holds
+    two was unquoted (§5.1 unescapes those) or quoted with four (rare: the tokenizer reads it)."""
+    return not any(doubled in value for values in rows for value in values
+                   if value is not None)
 
 
 def _nulls(values: Record, null: str) -> Record:

@@ -182,3 +182,19 @@ def test_csv_path_is_used_for_classic_quoted_bodies():
     assert d.split(body) == [["a", "b,c", None], ["x\ny", "", "z"]]
     assert d._csv_rows('"NULL",x') is None  # a quoted indicator is text: the tokenizer decides
     assert Dialect(quote="'", quote_escaped="\\'")._csv_rows("'a',b") is None
+
+
+def test_csv_path_reads_doubled_quotes_inside_quoted_values():
+    """csv unescapes a quoted value's doubled quotes as §5.1 does; a doubled quote in an
+    unquoted value (§5.1 unescapes it, csv keeps both) and an empty quoted value without a
+    NULL indicator (csv reads it as the unquoted NULL) go to the tokenizer."""
+    d = Dialect(nullindicator="NULL")
+    body = 'a,"said ""hi"", then",""\n'
+    assert d._csv_rows(body) == [["a", 'said "hi", then', ""]]
+    assert d.one_line(body) == ["a", 'said "hi", then', ""]
+    assert d._csv_rows('a""b,"c"') is None
+    assert d.split('a""b,"c"') == [['a"b', "c"]]
+    assert d._csv_rows('"x""""y",z') is None  # csv: x""y, which a doubled quote also gives
+    assert d.split('"x""""y",z') == [['x""y', "z"]]
+    assert Dialect().one_line(',"",b') is None
+    assert Dialect().split(',"",b') == [[None, "", "b"]]

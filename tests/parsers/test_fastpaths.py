@@ -123,7 +123,7 @@ def test_one_line_reader_recovers_after_an_unfinished_or_bad_line():
 def test_one_line_declines_what_needs_split():
     d = Dialect(nullindicator="NULL")
     assert d.one_line("a,NULL,c") == ["a", None, "c"]
-    for body in ("", "\n", "a\nb", "a,b\n\n", "a,b\r\n", '"a""b"', '"a\r",b', '"NULL",b'):
+    for body in ("", "\n", "a\nb", "a,b\n\n", "a,b\r\n", '"a\r",b', '"NULL",b', 'a""b,c'):
         assert d.one_line(body) is None
     assert d.one_line("a,b\n") == ["a", "b"]  # a final line delimiter ends the one record
     assert d.one_line('a,"b,c"\n') == ["a", "b,c"]
