@@ -375,8 +375,9 @@ class Assembler:
         """The compiled path of a message: the trail bytes of the one transaction its ``ops``
         make, as transaction number ``txnum``, and the writer's mark after it (seqid and
         ordinal of its last record, txid); the counters and the duplicate mark move as ``add``
-        moves them. For the common message only: no transaction open, no txind, one txid,
-        nothing already in the trail, each op one record of the common case (``ImageRecords.
+        moves them. For the common message only: no transaction open, no txind (or the one
+        operation's txind ``W``, a whole transaction as well), one txid, nothing already in the
+        trail, each op one record of the common case (``ImageRecords.
         single``) that the table's generated record function encodes. None for any other
         (nothing changed): ``add`` takes it, which gives the same bytes or the error.
         """
@@ -392,8 +393,8 @@ class Assembler:
         take (an exception, no operations, or not the common case): that one's index, or
         ``len(results)``. One call for a batch of messages (``Pipeline.consume``).
 
-        The message of one insert, update without before values or delete, the most common,
-        runs inline: its image, key test and T token without a call (``ImageRecords.single``
+        The message of one insert, update without before values or delete (without txind or
+        with ``W``), the most common, runs inline: its image, key test and T token without a call (``ImageRecords.single``
         and ``_update_values`` give the same records).
         """
         if self._open is not None or self._images is None:
@@ -408,8 +409,8 @@ class Assembler:
                 return k
             op = ops[0]
             optype = op.optype
-            if (len(ops) != 1 or op.txind is not None or op.txname is not None
-                    or op.txowner is not None):
+            if (len(ops) != 1 or op.txind is not None and op.txind != TX_WHOLE
+                    or op.txname is not None or op.txowner is not None):
                 image = None
             elif optype == INSERT:
                 image, iotype, before_after = op.after, IOTYPE_INSERT, "A"
@@ -443,7 +444,7 @@ class Assembler:
             if seqid is None:
                 seq += 1
                 seqid = str(seq).zfill(20)  # f"{seq:020d}", faster
-            elif not _after(seqid, ordinal, last):
+            elif not after_mark(seqid, ordinal, last):
                 return k  # already written, or of another width: ``add`` says which
             txid = op.txid
             txcount = self._txid
@@ -495,7 +496,7 @@ class Assembler:
                 if seqid is None:
                     seq += 1
                     seqid = str(seq).zfill(20)
-                elif not _after(seqid, op.ordinal, last):
+                elif not after_mark(seqid, op.ordinal, last):
                     return None
                 image = single(op)
                 if image is None:
@@ -815,7 +816,7 @@ class ImageRecords:
         return iotype, "A", values
 
 
-def _after(seqid: str, ordinal: int, mark: tuple[str, int] | None) -> bool:
+def after_mark(seqid: str, ordinal: int, mark: tuple[str, int] | None) -> bool:
     """Whether an op of ``seqid`` and ``ordinal`` comes after the duplicate mark (S, k) and
     has the width of S: not written yet (§9.2), and no width error (``_is_written``)."""
     return mark is None or len(seqid) == len(mark[0]) and (

@@ -426,9 +426,9 @@ def test_xml(data, policy, images):
 
 
 def test_common_messages_take_the_compiled_path(tmp_path):
-    """Guards the comparisons above: inserts, updates and deletes of one record, and an XML
-    message of several, are written by the compiled path; a truncate and a message whose
-    seqid is already in the trail are not."""
+    """Guards the comparisons above: inserts, updates and deletes of one record (without txind
+    or with W), and an XML message of several, are written by the compiled path; a truncate, a
+    message whose seqid is already in the trail and a txind span are not."""
     (tmp_path / "all.def").write_text(DELIM_DEFS)
     config = settings_from_text(delim_props("abend", "plain").replace("WORK/", f"{tmp_path}/"),
                                 str(tmp_path / "test.properties"), env={})
@@ -445,6 +445,22 @@ def test_common_messages_take_the_compiled_path(tmp_path):
     writer.close()
     assert general == ["d:3", "d:4"]
     assert pipeline.stats.duplicates == 1 and pipeline.stats.transactions == 4
+
+    # with txind: a message of one W operation is a whole transaction too; B … E are not
+    config = settings_from_text(delim_props("abend", "txind").replace("WORK/", f"{tmp_path}/")
+                                .replace("dirdat/dl", "dirdat/dw"),
+                                str(tmp_path / "test.properties"), env={})
+    writer = TrailWriter(config.trail.path, sync="none")
+    pipeline = build_pipeline(config, writer, writer.open(), definitions=definitions,
+                              parser=build_parser(config, definitions))
+    row = ",S.ALL,2024-03-01 10:15:30,{},1,AB,n,1.5,3,7,01/03/2024,NULL,NULL"
+    bodies = [("001", "I" + row.format("W")), ("002", "I" + row.format("B")),
+              ("003", "I" + row.format("E")), ("004", "I" + row.format("W"))]
+    general = [message.origin for batch in pipeline.consume(
+        Message(f"m{n}", {"SEQNO": seqid}, body, None, f"d:{n}")
+        for n, (seqid, body) in enumerate(bodies)) for message, _ in batch]
+    writer.close()
+    assert general == ["d:1", "d:2"] and pipeline.stats.transactions == 3
 
     (tmp_path / "x.def").write_text(XML_DEFS)
     config = settings_from_text(XML_PROPS.replace("WORK/", f"{tmp_path}/"),
