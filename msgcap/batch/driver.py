@@ -35,8 +35,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gendef.durable import fsync_dir
+from msgcap.batch.direct import Counted, Direct, Start, follows, starts, steps
 from msgcap.batch.encode import Encoded, discard_records
-from msgcap.batch.inputs import MAX_BLOCK, MIN_SPLITS, block_size, plan_scans, refuse_large_files
+from msgcap.batch.inputs import (
+    KIND_FILE,
+    MAX_BLOCK,
+    MIN_SPLITS,
+    block_size,
+    has_scheme,
+    plan_scans,
+    refuse_large_files,
+)
 from msgcap.batch.parse import Job
 from msgcap.batch.plan import Plan, Planner
 from msgcap.batch.segments import SegmentKey
@@ -67,6 +76,7 @@ class Result:
     planned_fast: int = 0  # segments planned from a trial
     planned_slow: int = 0  # segments planned message by message
     most_held: int = 0  # the most partitions whose framed bytes the driver waited for at once
+    one_pass: bool = False  # every segment parsed and encoded at once (``direct``)
 
 
 def check_output(output: str, formats: tuple[str, ...]) -> None:
@@ -278,18 +288,40 @@ class _Run:
         self.jobs, self.job, self.settings, self.outputs, self.say = (
             jobs, job, settings, outputs, say)
         self.window = window(jobs.parallelism, spooled=job.spool is not None)
+        self.local_blocks: list[tuple[SegmentKey, int]] | None = None  # (``execute``)
 
     def execute(self, scans: list) -> Result:
         jobs, job = self.jobs, self.job
         source, kinds = jobs.source(list(job.files), scans)
-        if job.first_lines is None and _ids_need_lines(job):
-            self.say("counting lines")
-            bare = jobs.broadcast(job)
-            job.first_lines = _first_lines(jobs.line_counts(source, kinds, bare))
-            bare.unpersist()
+        self.source, self.kinds = source, kinds
+        one_pass = _one_pass_possible(job)
+        on_driver = one_pass and all(  # the driver reads local files faster than Spark counts
+            f.uri.startswith("file:") and not has_scheme(f.name) for f in job.files)
+        counted: list[Counted] | None = None
+        if job.first_lines is None and (one_pass or _ids_need_lines(job)):
+            counted = self._count(scans, on_driver=on_driver)
+        # local files of lines alone: the one pass's tasks read their blocks themselves, not
+        # through Spark's text source (whose JVM would read the input a second time)
+        self.local_blocks = sorted(
+            (c.key, next(s.block for s in scans if s.files[0] == c.key[0]))
+            for c in counted) if on_driver and counted and not any(
+                s.whole for s in scans) else None
+        step = steps(job, counted) if one_pass and counted is not None else None
+        if step is not None and counted is not None and job.first_lines is not None:
+            bjob = jobs.broadcast(job)
+            try:
+                done = self._one_pass(bjob, starts(counted, job.first_lines, step))
+            finally:
+                bjob.unpersist()
+            if done is not None:
+                return done
+            self.say("a message is not a whole transaction of one record: two passes instead")
+        if on_driver and counted is not None:  # line numbers as Spark's own reading counts them
+            job.first_lines = None
+            if _ids_need_lines(job):
+                self._count(scans, on_driver=False)
         bjob = jobs.broadcast(job)
         parsed = jobs.parse(source, kinds, bjob)
-        self.source, self.kinds = source, kinds
         n = parsed.getNumPartitions()
         writer = trail_writer(self.settings, self.outputs.trail_dir)
         result = Result(Stats(), splits=n)
@@ -322,6 +354,81 @@ class _Run:
         result.discard_file = appender.discard_file
         result.planned_fast, result.planned_slow = self.planner.fast, self.planner.slow
         result.most_held = self.most_held
+        return result
+
+    def _count(self, scans: list, *, on_driver: bool) -> list[Counted]:
+        """Count every segment's lines and messages (``SparkJobs.segment_counts``), setting the
+        job's first line numbers."""
+        job = self.job
+        self.say("counting lines")
+        bare = self.jobs.broadcast(job)
+        try:
+            counted = self.jobs.segment_counts(list(job.files), scans, bare, on_driver=on_driver)
+        finally:
+            bare.unpersist()
+        job.first_lines = _first_lines(counted)
+        return counted
+
+    def _one_pass(self, bjob: Any, todo: dict[SegmentKey, Start]) -> Result | None:
+        """The whole run in one pass (``direct``); None, with nothing left of it, as soon as a
+        segment turns out not to be common or not to follow the one before it."""
+        jobs = self.jobs
+        if self.local_blocks is not None:  # the tasks read the blocks of local files
+            blocks = jobs.blocks(self.local_blocks)
+            task: Callable[[int], list[Direct | None]] = partial(
+                jobs.direct_blocks, blocks, bjob, todo)
+            n = len(self.local_blocks)
+        else:
+            task = partial(jobs.direct, self.source, self.kinds, bjob, todo)
+            n = self.source.getNumPartitions()
+        writer = trail_writer(self.settings, self.outputs.trail_dir)
+        result = Result(Stats(), splits=n, one_pass=True)
+        appender = Appender(writer, result.stats, self.outputs.errors_dir,
+                            compressed=self.job.compress)
+        pool = ThreadPoolExecutor(max_workers=self.window + 1, thread_name_prefix="batch-job")
+        order = jobs.in_order()
+        queue: deque[Future[list[Direct | None]]] = deque()
+        submitted = 0
+        whole = False
+        previous: Direct | None = None
+
+        def submit() -> None:
+            nonlocal submitted
+            ticket = order.queue()
+            queue.append(pool.submit(order.run, ticket, partial(task, submitted)))
+            submitted += 1
+            result.most_held = max(result.most_held, len(queue))
+
+        writer.open()
+        try:
+            self.say(f"parsing and encoding {len(self.job.files)} input files in {n} splits "
+                     "(one pass)")
+            while submitted < min(n, self.window + 1):
+                submit()
+            done: set[SegmentKey] = set()
+            while queue:
+                for d in queue.popleft().result():
+                    if d is None or not follows(previous, d) or not appender.expects(d.encoded):
+                        return None
+                    appender.append(d.encoded)
+                    done.add(d.encoded.key)
+                    if d.first_mark is not None:
+                        previous = d
+                if submitted < n:
+                    submit()
+            if any(start.messages for key, start in todo.items() if key not in done):
+                return None  # (a segment counted but not read: the two passes say why)
+            writer.flush_durable()
+            whole = True
+        finally:
+            if not whole:
+                order.close()
+                jobs.cancel()
+            writer.close()
+            appender.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            if not whole:
+                shutil.rmtree(self.outputs.trail_dir, ignore_errors=True)
         return result
 
     def _loop(self) -> MsgcapError | None:
@@ -435,10 +542,16 @@ def _ids_need_lines(job: Job) -> bool:
         f.kind == "lines" for f in job.files)
 
 
-def _first_lines(counts: list[tuple[SegmentKey, int]]) -> dict[SegmentKey, int]:
+def _one_pass_possible(job: Job) -> bool:
+    """Whether the one pass may be tried: every input read by lines (a count of its lines
+    gives each segment's start), no ``--format`` rows (made from the general path's records)."""
+    return not job.rows and bool(job.files) and all(f.kind != KIND_FILE for f in job.files)
+
+
+def _first_lines(counts: list[Counted]) -> dict[SegmentKey, int]:
     out: dict[SegmentKey, int] = {}
     seen: dict[int, int] = {}
-    for key, lines in sorted(counts):
-        out[key] = seen.get(key[0], 0) + 1
-        seen[key[0]] = seen.get(key[0], 0) + lines
+    for c in sorted(counts, key=lambda c: c.key):
+        out[c.key] = seen.get(c.key[0], 0) + 1
+        seen[c.key[0]] = seen.get(c.key[0], 0) + c.lines
     return out

@@ -18,6 +18,7 @@ import zlib
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import TextIO
 
 from msgcap.assembler import Assembler, ImageRecords, ImageRules
@@ -127,15 +128,17 @@ class Sink:
         self.head_done = False
         self.head_failed = False
         self.last: tuple[str | None, int | None, str | None] = (None, None, None)
+        self.first: tuple[str, int] | None = None  # the compiled path's first (seqid, ordinal)
         self.bodies = bodies
         self.rows: list[tuple] = []
         self.tail_rows: list[tuple] = []
 
-    def framed(self) -> bytes:
+    def framed(self, walk: bool = True) -> bytes:
         """The framed bytes, every record walked here, where it scales (the driver's writer
-        checks only their ends: ``append_encoded(checked=True)``)."""
+        checks only their ends: ``append_encoded(checked=True)``). ``walk`` False: only
+        records of the compiled path, which replay appends unwalked too."""
         framed = b"".join(self.chunks)
-        if framed:
+        if framed and walk:
             check_records(framed, self.encoder.byteorder, partial=True)
         return framed
 
@@ -173,16 +176,29 @@ class Sink:
         self.chunks.append(data)
         self.size += len(data)
         self.ends.append(self.size)
+        if self.first is None:
+            self.first = (last_seqid, last_audit_pos)  # (its last record: a one-record one's)
         self.last = (last_seqid, last_audit_pos, last_txid)
         return Position(0, self.size, "")
 
     def append_wholes(self, wholes: list[tuple[bytes, str, int, str]]
                       ) -> tuple[Position, list[str]]:
-        """``TrailWriter.append_wholes``: ``append_whole`` of each (no trail files here)."""
-        position = Position(0, self.size, "")
-        for whole in wholes:
-            position = self.append_whole(*whole)
-        return position, []
+        """``TrailWriter.append_wholes``: ``append_whole`` of each, at once (no trail files
+        here)."""
+        if not wholes:
+            return Position(0, self.size, ""), []
+        data = [w[0] for w in wholes]
+        self.chunks.extend(data)
+        ends = accumulate(map(len, data), initial=self.size)
+        next(ends)  # (the initial size: where the one before ends)
+        self.ends.extend(ends)
+        self.size = self.ends[-1]
+        self.txnum += len(wholes)
+        if self.first is None:
+            self.first = (wholes[0][1], wholes[0][2])
+        last = wholes[-1]
+        self.last = (last[1], last[2], last[3])
+        return Position(0, self.size, ""), []
 
     def tail(self, asm: Assembler) -> str | None:
         """Frame the records of the transaction still open; its error text when it fails."""

@@ -20,12 +20,22 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import CancelledError
+from dataclasses import replace
 from typing import Any, Self, TextIO
 
 from gendef.logsetup import FILE_ONLY
+from msgcap.batch.direct import (
+    Counted,
+    Direct,
+    Start,
+    count_local,
+    count_segments,
+    direct_blocks,
+    direct_partition,
+)
 from msgcap.batch.encode import Encoded, encode_partition, rows_partition
-from msgcap.batch.inputs import InputFile, Scan, has_scheme, input_files, local_inputs
-from msgcap.batch.parse import Skeleton, Summary, count_lines, parse_partition
+from msgcap.batch.inputs import KIND_LINES, InputFile, Scan, has_scheme, input_files, local_inputs
+from msgcap.batch.parse import Skeleton, Summary, parse_partition
 from msgcap.batch.plan import Plan
 from msgcap.batch.rows import COLUMNS, SCHEMA
 from msgcap.batch.segments import SegmentKey, file_head, line_head, pick_lines
@@ -61,11 +71,28 @@ def task_failure(exc: BaseException) -> MsgcapError:
         found = re.search(pattern, text)
         if found:
             return SourceError(f"cannot read an input: {found[0].split(': ', 1)[1]}")
+    read = re.search(r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^']*)'", text)
+    if read:  # a local file a one-pass task reads itself (``direct.local_segment``)
+        return SourceError(f"cannot read an input: File file:{read[1]} does not exist")
+    gone = re.search(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?: SQLSTATE|$)", text,
+                     re.MULTILINE)
+    if gone:  # a file gone before a scan of it is planned again (the counts' own scans)
+        return SourceError(f"cannot read an input: File {gone[1]} does not exist")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     python = [m for m in map(_PY_ERROR.match, lines) if m]
     if python:
         return SparkJobError(f"a Spark task failed: {python[-1][0]}")
     return SparkJobError(f"a Spark job failed: {lines[0] if lines else type(exc).__name__}")
+
+
+def _blank(kind: str) -> Any:
+    """Spark SQL's test of a line that is no message, as ``direct.blank`` tests it."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    if kind == KIND_LINES:
+        return (F.length(value) == 0) | (value == "\r")
+    return value.rlike("^\\s*$")  # Java's \s: ASCII white space, as bytes.isspace
 
 
 def _spark_path(uri: str) -> str:
@@ -259,21 +286,72 @@ class SparkJobs:
     def source(self, files: list[InputFile], scans: list[Scan]) -> tuple[Any, list[bool]]:
         """One RDD of the byte strings of every scan, in input order, and which of its
         partitions are blocks of lines."""
-        from pyspark.rdd import RDD
-
-        binary = self.sc._jvm.org.apache.spark.sql.Encoders.BINARY()
         rdds = []
         kinds: list[bool] = []
         for number, scan in enumerate(scans):
             df = self._whole(files, scan, number) if scan.whole else self._lines(files, scan)
-            rdd = RDD(getattr(df._jdf, "as")(binary).javaRDD(), self.sc, RawElements())
+            rdd = self._elements(df)
             rdds.append(rdd)
             kinds.extend([not scan.whole] * rdd.getNumPartitions())
         if not rdds:
             return self.sc.parallelize([], 1), [False]
         return (self.sc.union(rdds) if len(rdds) > 1 else rdds[0]), kinds
 
-    def _lines(self, files: list[InputFile], scan: Scan) -> Any:
+    def _elements(self, df: Any) -> Any:
+        """The RDD of a DataFrame's one binary column, as the tasks read it (``RawElements``)."""
+        from pyspark.rdd import RDD
+
+        binary = self.sc._jvm.org.apache.spark.sql.Encoders.BINARY()
+        return RDD(getattr(df._jdf, "as")(binary).javaRDD(), self.sc, RawElements())
+
+    def segment_counts(self, files: list[InputFile], scans: list[Scan], bjob: Any, *,
+                       on_driver: bool = False) -> list[Counted]:
+        """``Counted`` of every segment, in no order: the blocks of a large file counted in
+        the JVM (a row a block comes back to Python, not the lines), or with ``on_driver``
+        (local files) read here (``direct.count_local``); the files of a scan read whole by
+        tasks (``direct.count_segments``). Of the blocks, only the input's first message is
+        read (``Counted.first``), if it is in one."""
+        from pyspark.sql import functions as F
+
+        out: list[Counted] = []
+        whole = []
+        try:
+            for number, scan in enumerate(scans):
+                if scan.whole:
+                    whole.append(self._elements(self._whole(files, scan, number)))
+                elif on_driver:
+                    out.extend(count_local(files[scan.files[0]], scan.block))
+                else:
+                    out.extend(self._block_counts(files, scan))
+            if whole:
+                rdd = self.sc.union(whole) if len(whole) > 1 else whole[0]
+                out.extend(rdd.mapPartitions(
+                    lambda it: count_segments(bjob.value, it, lines=False)).collect())
+            first = min((c for c in out if c.messages), key=lambda c: c.key, default=None)
+            if first is not None and first.first is None:
+                scan = next(s for s in scans if not s.whole and s.files[0] == first.key[0])
+                line = (self._lines(files, scan, raw=True)
+                        .where(~_blank(files[first.key[0]].kind))
+                        .select(F.col("value").cast("binary")).limit(1).collect())
+                out[out.index(first)] = replace(first, first=bytes(line[0][0]) if line else None)
+        except self._failures as exc:
+            raise task_failure(exc) from None
+        return out
+
+    def _block_counts(self, files: list[InputFile], scan: Scan) -> list[Counted]:
+        """``Counted`` of each block of a large file's scan, without its first message."""
+        from pyspark.sql import functions as F
+
+        f = files[scan.files[0]]
+        rows = (self._lines(files, scan, raw=True)
+                .groupBy(F.col("_metadata.file_block_start"))
+                .agg(F.count(F.lit(1)), F.count(F.when(~_blank(f.kind), 1)))
+                .collect())
+        return [Counted((f.index, start), lines, messages, None)
+                for start, lines, messages in rows]
+
+    def _lines(self, files: list[InputFile], scan: Scan, *, raw: bool = False) -> Any:
+        """The lines of a large file's scan, each a task's element (``raw``: its text rows)."""
         from pyspark.sql import functions as F
 
         f = files[scan.files[0]]
@@ -281,6 +359,8 @@ class SparkJobs:
         conf.set("spark.sql.files.maxPartitionBytes", str(scan.block))
         conf.set("spark.sql.files.openCostInBytes", str(scan.block))  # one block per task
         df = self.scans.read.text(_spark_path(f.uri), lineSep="\n")
+        if raw:
+            return df
         line = F.col("value").cast("binary")
         start = F.unhex(F.lpad(F.hex("_metadata.file_block_start"), 16, "0"))
         # the first line of a task's block says which block it is (the id's low 33 bits are
@@ -313,14 +393,22 @@ class SparkJobs:
     def broadcast(self, value: Any) -> Any:
         return self.sc.broadcast(value)
 
-    def line_counts(self, source: Any, kinds: list[bool],
-                    bjob: Any) -> list[tuple[SegmentKey, int]]:
-        """(key, lines) of every segment, counted without parsing."""
-        try:
-            return source.mapPartitionsWithIndex(
-                lambda i, it: count_lines(bjob.value, it, lines=kinds[i])).collect()
-        except self._failures as exc:
-            raise task_failure(exc) from None
+    def direct(self, source: Any, kinds: list[bool], bjob: Any, todo: dict[SegmentKey, Start],
+               partition: int) -> list[Direct | None]:
+        """The one pass over one partition of the inputs (``direct.direct_partition``)."""
+        lines = kinds[partition]
+        return self.run(source, lambda it: direct_partition(bjob.value, todo, it, lines=lines),
+                        partition)
+
+    def blocks(self, blocks: list[tuple[SegmentKey, int]]) -> Any:
+        """An RDD of one (key, block size) a partition: blocks of local files, which the
+        one pass's tasks read themselves (``direct.direct_blocks``)."""
+        return self.sc.parallelize(blocks, len(blocks))
+
+    def direct_blocks(self, blocks: Any, bjob: Any, todo: dict[SegmentKey, Start],
+                      partition: int) -> list[Direct | None]:
+        """The one pass over one partition of ``blocks``."""
+        return self.run(blocks, lambda it: direct_blocks(bjob.value, todo, it), partition)
 
     def parse(self, source: Any, kinds: list[bool], bjob: Any) -> Any:
         """Pass 1 over every partition, kept (memory, spilled to disk) for pass 2; each task

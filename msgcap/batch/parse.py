@@ -321,14 +321,6 @@ def parse_partition(job: Job, elements: Iterable[bytes], *, lines: bool) -> Iter
         yield parse_segment(job, seg)
 
 
-def count_lines(job: Job, elements: Iterable[bytes], *,
-                lines: bool) -> list[tuple[SegmentKey, int]]:
-    """(key, lines) of each segment of one task's elements, without parsing (line numbers
-    needed before pass 1: text-line ids under a ``jms.id`` other than ``time``)."""
-    return [(seg.key, len(seg.complete()))
-            for seg in segments(elements, job.files, job.whole, lines=lines)]
-
-
 def parse_segment(job: Job, seg: Segment) -> Parsed:
     """Pass 1 of one segment (see the module doc)."""
     return _Pass1(job, seg).run()

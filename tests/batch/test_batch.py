@@ -5,7 +5,9 @@ trail), multi-file order, txind spans across splits, rollover."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import threading
 import time
 from concurrent.futures import CancelledError
@@ -177,11 +179,91 @@ def test_rollover_and_lines(spark, tmp_path, monkeypatch, capsys):
     # the driver waits for a few partitions' bytes at a time, not all of them
     local = spark.sparkContext.master.startswith("local")
     assert result.splits == 12 and result.planned_slow == 0
+    assert result.one_pass  # every line a whole transaction of one record: parsed once
     assert result.most_held <= window(spark.sparkContext.defaultParallelism, spooled=local) + 1
     assert result.most_held < result.splits
     # a local master's tasks leave the framed bytes in files for the driver, a cluster's send
     # them back (compressed)
     assert spooled == [local] * len(spooled) != []
+
+
+def test_one_pass_falls_back_late(local_spark, tmp_path, monkeypatch, capsys):
+    """A transaction over two messages near the end: the one pass has appended the segments
+    before it when it meets it; the run drops them and runs the two passes, and the trail is
+    replay's, with nothing of the first try left."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    inds = ["W"] * 3000
+    inds[2900:2902] = ["B", "E"]
+    Path("records.txt").write_text("".join(_record(n, i) + "\n" for n, i in enumerate(inds, 1)))
+    assert replay(capsys, DELIM_PROP, "records.txt", lines=True)[0] == 0
+    said: list[str] = []
+    result = run_batch(load_settings(DELIM_PROP), ["records.txt"], "out", spark=local_spark,
+                       lines=True, partitions=6, progress=said.append)
+    assert not result.one_pass and result.planned_slow == 0
+    assert any(s.endswith("(one pass)") for s in said) and any("two passes" in s for s in said)
+    assert sorted(os.listdir("out/trail")) == ["sa000000000"]
+    same_trail("dirdat/sa", "out/trail/sa")
+
+
+def test_one_pass_through_sparks_readers(local_spark, tmp_path, monkeypatch, capsys):
+    """The one pass where the tasks do not read local files themselves: an input given as a URI
+    (counted by Spark SQL, read by Spark's text source), small files read whole (counted by
+    tasks). The trail is replay's."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(DELIM_PROP)
+    prop.write_text(prop.read_text().replace("optype,schemaandtable,timestamp,txind,id",
+                                             "optype,schemaandtable,timestamp,id"))
+    record = "I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,{0:010d},NULL,{0},NULL,C{0},NULL,X,NULL,"
+    Path("big.txt").write_text("".join(record.format(n) + "2024-03-01 10:15:30\n"
+                                       for n in range(1, 2001)))
+    for k in range(3):
+        _write_jsonl(Path(f"small{k}.jsonl"), [record.format(n) + "2024-03-01 10:15:30"
+                                               for n in range(3000 + 10 * k, 3010 + 10 * k)], 0)
+    for inputs, lines in (([(tmp_path / "big.txt").as_uri()], True),
+                          (["small0.jsonl", "small1.jsonl", "small2.jsonl"], False)):
+        shutil.rmtree("dirdat", ignore_errors=True)
+        shutil.rmtree("out", ignore_errors=True)
+        local = [i.removeprefix("file://") for i in inputs]
+        assert replay(capsys, DELIM_PROP, *local, lines=lines)[0] == 0
+        result = batch(local_spark, DELIM_PROP, inputs, lines=lines, partitions=4)
+        assert result.one_pass
+        same_trail("dirdat/sa", "out/trail/sa")
+
+
+def test_counts_in_the_jvm_equal_the_tasks(local_spark, tmp_path, monkeypatch):
+    """The blocks of a large file are counted by Spark SQL (or by the driver, a local file),
+    not by Python tasks: the same lines, messages and first message as the tasks count (blank
+    lines, lone CRs, white space)."""
+    from msgcap.batch.direct import count_segments
+    from msgcap.batch.parse import Job
+
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("t.txt").write_bytes(b"".join(b"line %d\n" % n + (b"\n", b"\r\n", b" \n", b"")[n % 4]
+                                       for n in range(400)) + b"\r\n\n")
+    Path("j.jsonl").write_bytes(b"".join(b'{"id": "%d", "body": "b"}\n' % n
+                                         + (b"\n", b" \t\r\n", b"")[n % 3] for n in range(300)))
+    jobs = SparkJobs(local_spark)
+    for name, lines in (("t.txt", True), ("j.jsonl", False)):
+        files = jobs.list_inputs([name], lines=lines)
+        scans = plan_scans(files, block=500)
+        job = Job.create(load_settings(DELIM_PROP), None, None, files, scans, rows=False,
+                         time_base=0)
+        bjob = jobs.broadcast(job)
+        source, kinds = jobs.source(files, scans)
+        tasks = source.mapPartitionsWithIndex(
+            lambda i, it, b=bjob, k=kinds: count_segments(b.value, it, lines=k[i])).collect()
+        sql = sorted(jobs.segment_counts(files, scans, bjob), key=lambda c: c.key)
+        assert len(tasks) > 5
+        assert [(c.key, c.lines, c.messages) for c in sql] == [
+            (c.key, c.lines, c.messages) for c in tasks]
+        # of the lines, only the input's first message is read (the counters' steps)
+        assert [c.first for c in sql] == [tasks[0].first] + [None] * (len(sql) - 1)
+        assert tasks[0].first is not None
+        # the driver's own count of a local file: the tasks' blocks, firsts of each block
+        local = sorted(jobs.segment_counts(files, scans, bjob, on_driver=True),
+                       key=lambda c: c.key)
+        assert [(c.key, c.lines, c.messages, c.first) for c in local] == [
+            (c.key, c.lines, c.messages, c.first) for c in tasks]
 
 
 # -- errors ---------------------------------------------------------------------------------------

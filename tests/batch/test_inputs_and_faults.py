@@ -132,29 +132,29 @@ def test_input_gone_after_listing(local_spark, tmp_path, monkeypatch):
     settings = load_settings(PROP)
     scans = plan_scans(files, block=1000)
     job = Job.create(settings, None, None, files, scans, rows=False, time_base=0)
-    source, kinds = jobs.source(files, scans)
     Path("big.jsonl").unlink()
-    with pytest.raises(SourceError) as info:
-        jobs.line_counts(source, kinds, jobs.broadcast(job))
+    with pytest.raises(SourceError) as info:  # the count of its lines reads it first
+        jobs.segment_counts(files, scans, jobs.broadcast(job))
     assert str(info.value).startswith("cannot read an input:") and "big.jsonl" in str(info.value)
     assert "\n" not in str(info.value)
 
 
-# ``msgcap batch`` whose input is removed once Spark has planned its reads, before any task opens
-# it: the deletion is put at that exact point, the rest is the command as a user runs it.
+# ``msgcap batch`` whose input is removed once Spark has planned its reads and counted the lines,
+# before any task of the pass opens it: the deletion is put at that exact point, the rest is the
+# command as a user runs it.
 VANISHING_INPUT = """\
 import os, sys
 from msgcap.batch.jobs import SparkJobs
 from msgcap.cli import main
 
-planned_reads = SparkJobs.source
+counted = SparkJobs.segment_counts
 
-def source_then_vanish(self, files, scans):
-    out = planned_reads(self, files, scans)
+def count_then_vanish(self, files, scans, bjob, **kw):
+    out = counted(self, files, scans, bjob, **kw)
     os.unlink(sys.argv[1])
     return out
 
-SparkJobs.source = source_then_vanish
+SparkJobs.segment_counts = count_then_vanish
 sys.exit(main(sys.argv[2:]))
 """
 JAVA_TRACE = ("\tat org.apache", "Exception in thread", "py4j.protocol.Py4JJavaError",

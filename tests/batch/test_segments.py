@@ -12,6 +12,7 @@ import json
 import marshal
 import os
 import random
+import shutil
 from array import array
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,16 @@ from gendef.build import build_definitions
 from msgcap import dumps
 from msgcap.assembler import Assembler
 from msgcap.batch import segments as segments_module
-from msgcap.batch.driver import Appender, trail_writer
+from msgcap.batch.direct import (
+    count_local,
+    count_segments,
+    direct_partition,
+    follows,
+    local_segment,
+    starts,
+    steps,
+)
+from msgcap.batch.driver import Appender, _first_lines, trail_writer
 from msgcap.batch.encode import Encoded, discard_records, encode_segment
 from msgcap.batch.inputs import (
     KIND_FILE,
@@ -49,7 +59,7 @@ from parsers.base import build_parser
 from props.errors import MsgcapError, SourceError
 from props.loader import load_settings
 
-from .conftest import copy_example, trail_view
+from .conftest import REPO, copy_example, trail_view
 from .test_batch import _messages, _record, _write_jsonl
 
 PROP = "dirprm/jmsvam.properties"
@@ -418,6 +428,141 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress, spoole
         assert sorted(n.split("-")[0] for n in os.listdir(job.spool)) == ["parse"] * len(parsed)
 
 
+# -- the one pass -------------------------------------------------------------------------------
+
+def one_pass_in_process(out: str, paths: list[str], block: int, *, lines: bool = False):
+    """The one pass of ``run_batch`` in this process (counts as tasks count them): the
+    appender, or None where the driver falls back to the two passes."""
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    files = input_files(local_inputs(paths), lines=lines)
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=block), rows=False, time_base=0)
+    tasks = partitions(files, block)
+    counted = [c for elements, by_lines in tasks
+               for c in count_segments(job, elements, lines=by_lines)]
+    job.first_lines = _first_lines(counted)
+    step = steps(job, counted)
+    if step is None:
+        return None
+    todo = starts(counted, job.first_lines, step)
+    writer = trail_writer(settings, os.path.join(out, "trail"))
+    writer.open()
+    appender = Appender(writer, Stats(), os.path.join(out, "errors"))
+    previous = None
+    try:
+        for elements, by_lines in tasks:
+            for d in direct_partition(job, todo, elements, lines=by_lines):
+                if d is None or not follows(previous, d) or not appender.expects(d.encoded):
+                    return None
+                assert appender.append(d.encoded) is None
+                if d.first_mark is not None:
+                    previous = d
+    finally:
+        writer.close()
+        appender.close()
+    return appender
+
+
+def _lines_input(path: Path, count: int, *, duplicate_at: int | None = None) -> None:
+    """Text lines of one-record transactions, blank lines between some (and a CR line)."""
+    with open(path, "w", newline="") as fh:
+        for n in range(1, count + 1):
+            fh.write(_one_record(n, seqid=3 if n == duplicate_at else None))
+            if n % 9 == 0:
+                fh.write("\n" if n % 2 else "\r\n")
+
+
+def test_one_pass_equals_replay(one_record_messages, tmp_path, capsys):
+    """Every message a whole transaction of one record, given or ``*seqid`` seqids, text
+    lines with blank ones and JSON Lines: the one pass gives replay's trail and summary in every
+    layout (the counters of a segment's start come from the counts before it)."""
+    _lines_input(tmp_path / "a.txt", 150)
+    _write_jsonl(tmp_path / "b.jsonl", [_one_record(n) for n in range(1, 90)], 0)
+    _write_jsonl(tmp_path / "c.jsonl", [_one_record(n) for n in range(90, 130)], 89)
+    for paths, lines in ((["a.txt"], True), (["b.jsonl", "c.jsonl"], False)):
+        shutil.rmtree("dirdat", ignore_errors=True)
+        capsys.readouterr()
+        assert main(["replay", "--prop", PROP, "--progress-interval", "-1",
+                     *(["--lines"] if lines else []), *paths]) == 0
+        out = capsys.readouterr().out
+        size = sum(os.path.getsize(p) for p in paths)
+        for parts in (1, 2, 5, 13, 60):
+            where = f"one{parts}-{lines}"
+            appender = one_pass_in_process(where, paths, -(-size // parts), lines=lines)
+            assert appender is not None, parts
+            assert trail_view(f"{where}/trail/sa") == trail_view("dirdat/sa"), parts
+            assert (appender.stats.summary().split("trail files:")[0]
+                    == out.split("trail files:")[0])
+
+
+def test_one_pass_declines_what_it_cannot_know(one_record_messages, tmp_path):
+    """Where a segment's start does not follow from the counts before it, the one pass
+    declines (the driver runs the two passes): a discarded message, a duplicate seqid (inside a
+    segment, or first of one), a transaction over several messages."""
+    if one_record_messages != "given":
+        pytest.skip("given seqids: the duplicate mark")
+    size = os.path.getsize("a.jsonl")  # (with unknown tables and a duplicate)
+    for parts in (1, 4, 30):
+        assert one_pass_in_process(f"bad{parts}", ["a.jsonl"], -(-size // parts)) is None
+    _lines_input(tmp_path / "dup.txt", 40, duplicate_at=30)  # seqid 3 again, late
+    _lines_input(tmp_path / "ok.txt", 40)
+    for parts in (1, 3, 9):
+        block = -(-os.path.getsize("dup.txt") // parts)
+        assert one_pass_in_process(f"dup{parts}", ["dup.txt"], block, lines=True) is None
+        assert one_pass_in_process(f"ok{parts}", ["ok.txt"], block, lines=True) is not None
+        # the second file's first seqid is not after the first file's last: a border
+        assert one_pass_in_process(f"twice{parts}", ["ok.txt", "ok.txt"], block,
+                                   lines=True) is None
+    prop = Path(PROP)
+    prop.write_text(prop.read_text().replace("delim.header=optype,schemaandtable,timestamp,id",
+                                             "delim.header=optype,schemaandtable,timestamp,"
+                                             "txind,id"))
+    _write_jsonl(tmp_path / "span.jsonl", [_record(1, "W") + "\n", _record(2, "W") + "\n",
+                                           _record(3, "B") + "\n", _record(4, "E") + "\n"], 0)
+    assert one_pass_in_process("span", ["span.jsonl"], 10**6) is None
+
+
+def test_one_pass_counts_like_its_messages(tmp_path, monkeypatch):
+    """``count_segments``' messages are the messages ``messages`` reads: blank text lines are
+    empty or a lone CR, blank JSON Lines white space."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    Path("t.txt").write_bytes(b"a\n\n\r\n \nb\r\n\r\n\xc1\n\nlast")
+    Path("j.jsonl").write_bytes(b'{"id": "1", "body": "x"}\n\n \t\n\r\n{"id": "2", "body": "y"}'
+                                b'\n  \n')
+    for paths, lines in ((["t.txt"], True), (["j.jsonl"], False)):
+        files = input_files(local_inputs(paths), lines=lines)
+        for block in (1, 3, 7, 10**6):
+            job = Job.create(load_settings(PROP), None, None, files,  # type: ignore[arg-type]
+                             plan_scans(files, block=block), rows=False, time_base=0)
+            for elements, by_lines in partitions(files, block):
+                counted = count_segments(job, elements, lines=by_lines)
+                segs = _segments(elements, by_lines, job)
+                assert [c.messages for c in counted] == [
+                    sum(1 for _ in messages(seg, None, 1 << 20)) for seg in segs]
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 13, 40, 97, 500, 10**6])
+def test_driver_counts_blocks_like_the_tasks(mixed, block):
+    """``count_local`` cuts a local file into blocks as Spark's text source does (the
+    partitions here cut them so) and counts what the tasks count in each; ``local_segment``
+    reads each block's lines."""
+    files = input_files(local_inputs(["b.txt", "a.jsonl"]), lines=True)
+    job = Job.create(load_settings(str(REPO / "examples/delimited/dirprm/jmsvam.properties")),
+                     None, None, files, plan_scans(files, block=block),  # type: ignore[arg-type]
+                     rows=False, time_base=0)
+    tasks = [c for elements, lines in partitions(files, block) if lines
+             for c in count_segments(job, elements, lines=True)]
+    local = [c for f in files if f.size > block for c in count_local(f, block)]
+    assert local == tasks
+    # and a task of the one pass reads each block's lines as Spark gives them
+    segs = [(s.key, s.complete()) for elements, lines in partitions(files, block) if lines
+            for s in _segments(elements, True, job)]
+    read = [local_segment(f, c.key[1], block) for f in files if f.size > block
+            for c in count_local(f, block)]
+    assert [(s.key, s.lines) for s in read if s is not None] == segs
+
+
 def test_sink_appends_wholes_as_one_by_one():
     """A task's sink takes a row of compiled transactions (``append_wholes``, the pipeline's
     ``WholeWriter``) as it takes them one by one: bytes, ends, numbers and mark."""
@@ -433,5 +578,5 @@ def test_sink_appends_wholes_as_one_by_one():
     for whole in wholes:
         sinks[1].append_whole(*whole)
     assert (position.rba, files) == (12, [])
-    assert [(s.chunks, list(s.ends), s.txnum, s.last) for s in sinks] == [
-        ([b"first", b"second!"], [5, 12], 7, ("02", 1, "8"))] * 2
+    assert [(s.chunks, list(s.ends), s.txnum, s.first, s.last) for s in sinks] == [
+        ([b"first", b"second!"], [5, 12], 7, ("01", 0), ("02", 1, "8"))] * 2
