@@ -24,6 +24,7 @@ is only a faster way to the same bytes (every message parsed once, nothing kept 
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -196,15 +197,16 @@ def direct_segments(job: Job, todo: dict[SegmentKey, Start],
     """The one pass of ``found``, each from its start in ``todo``; stops at the first that is
     not all common (None)."""
     out: list[Direct | None] = []
+    spool = job.spool or (job.nearby if job.nearby and os.path.isdir(job.nearby) else None)
     for seg in found:
         start = todo.get(seg.key)
         if start is None:  # not counted: the count and this read of the input differ
             out.append(None)
             break
         with no_gc():
-            done = direct_segment(job, seg, start)
-        if done is not None and job.spool is not None:
-            done.encoded.spool(job.spool)
+            done = direct_segment(job, seg, start, compress=job.compress and spool is None)
+        if done is not None and spool is not None:
+            done.encoded.spool(spool)
         out.append(done)
         if done is None:
             break  # the run falls back: the rest would be thrown away
@@ -265,8 +267,9 @@ class _Given:
         return message.id
 
 
-def direct_segment(job: Job, seg: Segment, start: Start) -> Direct | None:
-    """The one pass of one segment (see the module doc)."""
+def direct_segment(job: Job, seg: Segment, start: Start, *,
+                   compress: bool = False) -> Direct | None:
+    """The one pass of one segment (see the module doc); ``compress`` the framed bytes."""
     plan = Plan(seg.key, AssemblerState(start.seq, start.txid), start.txnum, None,
                 start.first_line)
     asm = Assembler(job.rules)
@@ -301,6 +304,6 @@ def direct_segment(job: Job, seg: Segment, start: Start) -> Direct | None:
         return None
     framed = sink.framed(walk=False)  # (compiled wholes alone: ``general`` was empty)
     encoded = Encoded(seg.key, start.txnum, None,
-                      zlib.compress(framed, 1) if job.compress else framed, sink.ends, False,
+                      zlib.compress(framed, 1) if compress else framed, sink.ends, False,
                       False, False, None, sink.last, stats, [], None)
     return Direct(encoded, sink.first, first_id[0] if first_id else None, given.last)

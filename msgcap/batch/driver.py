@@ -236,9 +236,12 @@ def run_batch(settings: Settings, inputs: list[str], output: str, *, spark: Any,
     job = Job.create(settings, parser, definitions, files, scans,
                      rows=any(f != "trail" for f in formats), time_base=time.time_ns() // 1000)
     job.compress = not jobs.local  # on a cluster, fewer bytes through the JVMs and network
+    spool_dir = os.path.abspath(os.path.join(outputs.work, "spool"))
+    os.mkdir(spool_dir)
     if jobs.local:
-        job.spool = os.path.abspath(os.path.join(outputs.work, "spool"))
-        os.mkdir(job.spool)
+        job.spool = spool_dir
+    else:
+        job.nearby = spool_dir
     out = progress_out if progress_out is not None else sys.stderr
     try:
         with Progress(jobs.sc, out, progress_interval) as prog:

@@ -85,6 +85,10 @@ class Job:
     # (``spool``), instead of sending them through Spark: local masters, whose executor shares
     # the driver's files (Spark's blocks and task results cross the JVM, copied on the way)
     spool: str | None = None
+    # on a cluster, the driver's spool directory all the same: a one-pass task that sees it (an
+    # executor on the driver's machine, or on a file system shared with it) leaves its framed
+    # bytes there, neither compressed nor sent (``direct.direct_segments``)
+    nearby: str | None = None
 
     @classmethod
     def create(cls, settings: Settings, parser: Parser, definitions: Definitions,

@@ -26,6 +26,7 @@ from msgcap.batch import segments as segments_module
 from msgcap.batch.direct import (
     count_local,
     count_segments,
+    direct_blocks,
     direct_partition,
     follows,
     local_segment,
@@ -540,6 +541,35 @@ def test_one_pass_counts_like_its_messages(tmp_path, monkeypatch):
                 segs = _segments(elements, by_lines, job)
                 assert [c.messages for c in counted] == [
                     sum(1 for _ in messages(seg, None, 1 << 20)) for seg in segs]
+
+
+def test_one_pass_spools_where_the_driver_sees_it(one_record_messages, tmp_path):
+    """On a cluster (``Job.nearby``), a one-pass task whose machine shows the driver's spool
+    directory leaves its framed bytes there; elsewhere it sends them, compressed."""
+    settings = load_settings(PROP)
+    definitions = build_definitions(settings)
+    _lines_input(tmp_path / "a.txt", 50)
+    files = input_files(local_inputs(["a.txt"]), lines=True)
+    block = files[0].size + 1
+    job = Job.create(settings, build_parser(settings, definitions), definitions, files,
+                     plan_scans(files, block=block), rows=False, time_base=0)
+    job.compress = True
+    counted = count_local(files[0], block)
+    job.first_lines = {c.key: 1 for c in counted}
+    step = steps(job, counted)
+    assert step is not None
+    todo = starts(counted, job.first_lines, step)
+    seen = tmp_path / "spool"
+    seen.mkdir()
+    framed = []
+    for nearby in (str(seen), str(tmp_path / "elsewhere")):
+        job.nearby = nearby
+        done = direct_blocks(job, todo, [(c.key, block) for c in counted])
+        assert len(done) == 1 and done[0] is not None
+        encoded = done[0].encoded
+        assert (encoded.spooled is not None) == (nearby == str(seen))
+        framed.append(encoded.framed(compressed=True))
+    assert framed[0] == framed[1] and os.listdir(seen) == []  # (read: removed)
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 13, 40, 97, 500, 10**6])
