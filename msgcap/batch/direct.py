@@ -39,7 +39,7 @@ from msgcap.msgid import MessageIds
 from msgcap.pipeline import Pipeline
 from msgcap.trail.encoder import TrailEncoder
 from parsers.model import TX_WHOLE, Message
-from props.errors import MsgcapError
+from props.errors import MsgcapError, SourceError
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +97,14 @@ def count_local(file: InputFile, block: int) -> list[Counted]:
     counts: dict[int, list] = {}
     pos = 0
     rest = b""
-    with open(file.uri.removeprefix("file:"), "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            lines = (rest + chunk).split(b"\n")
-            rest = lines.pop()
-            pos = _count_lines(file.kind, lines, pos, block, counts)
+    try:
+        with open(file.uri.removeprefix("file:"), "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                pos = _count_lines(file.kind, lines, pos, block, counts)
+    except OSError as exc:
+        raise SourceError(f"cannot read an input: {exc.strerror or exc}", url=file.name) from None
     if rest:
         _count_lines(file.kind, [rest], pos, block, counts)
     return [Counted((file.index, start * block), n, m, first)

@@ -592,6 +592,13 @@ def test_driver_counts_blocks_like_the_tasks(mixed, block):
     assert [(s.key, s.lines) for s in read if s is not None] == segs
 
 
+def test_driver_count_of_a_file_gone_is_one_line(tmp_path):
+    gone = InputFile(0, f"file:{tmp_path}/gone.txt", "gone.txt", 10, "lines", 0)
+    with pytest.raises(SourceError) as info:
+        count_local(gone, 4)
+    assert str(info.value) == "gone.txt: cannot read an input: No such file or directory"
+
+
 def test_sink_appends_wholes_as_one_by_one():
     """A task's sink takes a row of compiled transactions (``append_wholes``, the pipeline's
     ``WholeWriter``) as it takes them one by one: bytes, ends, numbers and mark."""
