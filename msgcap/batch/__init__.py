@@ -10,6 +10,8 @@ Modules, in the order the data flows (only ``jobs`` and ``session`` import pyspa
 * ``inputs``   — the input files in order, and the scans Spark reads them in;
 * ``segments`` — the byte strings a task gets, back into messages, per segment (a block of a
   file's lines, or a file read whole);
+* ``direct``   — the one pass (tasks): the common input, counted first, parsed and encoded
+  from each segment's true start at once; the driver falls back to the two passes below;
 * ``parse``    — pass 1 (tasks): ids, parse, records with encoded columns, trials of the
   assembler; kept by Spark for pass 2;
 * ``plan``     — the driver's plan: the assembler's state at each segment's start, in order;
