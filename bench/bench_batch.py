@@ -152,7 +152,8 @@ def batch(settings, definitions, dump: str, master: str, out: str, partitions: i
         cpu = cpu_since(cpu, marker)
     finally:
         spark.stop()
-    note = f"{result.splits} splits, {result.planned_fast} segments planned from trials"
+    note = (f"{result.splits} splits, one pass" if result.one_pass else
+            f"{result.splits} splits, {result.planned_fast} segments planned from trials")
     return wall, note, cpu
 
 
