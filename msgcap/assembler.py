@@ -377,9 +377,9 @@ class Assembler:
         ordinal of its last record, txid); the counters and the duplicate mark move as ``add``
         moves them. For the common message only: no transaction open, no txind (or the one
         operation's txind ``W``, a whole transaction as well), one txid, nothing already in the
-        trail, each op one record of the common case (``ImageRecords.
-        single``) that the table's generated record function encodes. None for any other
-        (nothing changed): ``add`` takes it, which gives the same bytes or the error.
+        trail, each op one record of the common case (``ImageRecords.single``) that the table's
+        generated record function encodes. None for any other (nothing changed): ``add`` takes
+        it, which gives the same bytes or the error.
         """
         out: list[tuple[bytes, str, int, str]] = []
         self.encode_wholes([ops], 0, encoder, txnum, out)
@@ -394,8 +394,8 @@ class Assembler:
         ``len(results)``. One call for a batch of messages (``Pipeline.consume``).
 
         The message of one insert, update without before values or delete (without txind or
-        with ``W``), the most common, runs inline: its image, key test and T token without a call (``ImageRecords.single``
-        and ``_update_values`` give the same records).
+        with ``W``), the most common, runs inline: its image, key test and T token without a
+        call (``ImageRecords.single`` and ``_update_values`` give the same records).
         """
         if self._open is not None or self._images is None:
             return start

@@ -301,7 +301,8 @@ def direct_segment(job: Job, seg: Segment, start: Start, *,
         return None
     state, stats, n = asm.state(), pipeline.stats, start.messages
     seq_step, txid_step = start.steps
-    if (stats.messages != n or len(seg.complete()) != start.lines or sink.txnum != start.txnum + n
+    if (stats.messages != n or stats.total_operations != n or len(seg.complete()) != start.lines
+            or sink.txnum != start.txnum + n
             or state.seq != start.seq + n * seq_step or state.txid != start.txid + n * txid_step
             or n and (sink.first is None or given.last is None)):
         return None

@@ -128,7 +128,8 @@ class Sink:
         self.head_done = False
         self.head_failed = False
         self.last: tuple[str | None, int | None, str | None] = (None, None, None)
-        self.first: tuple[str, int] | None = None  # the compiled path's first (seqid, ordinal)
+        # the mark of the compiled path's first transaction (see ``append_whole``)
+        self.first: tuple[str, int] | None = None
         self.bodies = bodies
         self.rows: list[tuple] = []
         self.tail_rows: list[tuple] = []
@@ -176,8 +177,8 @@ class Sink:
         self.chunks.append(data)
         self.size += len(data)
         self.ends.append(self.size)
-        if self.first is None:
-            self.first = (last_seqid, last_audit_pos)  # (its last record: a one-record one's)
+        if self.first is None:  # (the mark of its last record: its first, if it has one)
+            self.first = (last_seqid, last_audit_pos)
         self.last = (last_seqid, last_audit_pos, last_txid)
         return Position(0, self.size, "")
 

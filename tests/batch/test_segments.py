@@ -501,7 +501,8 @@ def test_one_pass_equals_replay(one_record_messages, tmp_path, capsys):
 def test_one_pass_declines_what_it_cannot_know(one_record_messages, tmp_path):
     """Where a segment's start does not follow from the counts before it, the one pass
     declines (the driver runs the two passes): a discarded message, a duplicate seqid (inside a
-    segment, or first of one), a transaction over several messages."""
+    segment, or first of one), a message of several records, a transaction over several
+    messages."""
     size = os.path.getsize("a.jsonl")  # (with unknown tables and a duplicate)
     for parts in (1, 4, 30):
         assert one_pass_in_process(f"bad{parts}", ["a.jsonl"], -(-size // parts)) is None
@@ -514,6 +515,14 @@ def test_one_pass_declines_what_it_cannot_know(one_record_messages, tmp_path):
         # the second file's first seqid is not after the first file's last: a border
         assert one_pass_in_process(f"twice{parts}", ["ok.txt", "ok.txt"], block,
                                    lines=True) is None
+    # a message of two records first in a file, the first record's seqid written already:
+    # given seqids leave the counters as they are, but the border's mark is its first record's
+    _write_jsonl(tmp_path / "one.jsonl", [_one_record(n) for n in range(1, 21)], 0)
+    _write_jsonl(tmp_path / "two.jsonl", [_one_record(5) + _one_record(90)]
+                 + [_one_record(n) for n in range(91, 95)], 20)
+    for parts in (1, 3):
+        block = -(-os.path.getsize("one.jsonl") // parts)
+        assert one_pass_in_process(f"two{parts}", ["one.jsonl", "two.jsonl"], block) is None
     prop = Path(PROP)
     prop.write_text(prop.read_text().replace("delim.header=optype,schemaandtable,timestamp,id",
                                              "delim.header=optype,schemaandtable,timestamp,"
