@@ -196,14 +196,14 @@ def direct_partition(job: Job, todo: dict[SegmentKey, Start], elements: Iterable
 
 
 def direct_segments(job: Job, todo: dict[SegmentKey, Start],
-                    found: Iterable[Segment]) -> list[Direct | None]:
+                    found: Iterable[Segment | None]) -> list[Direct | None]:
     """The one pass of ``found``, each from its start in ``todo``; stops at the first that is
-    not all common (None)."""
+    not all common (None), or not there (a None segment: a block the count has lines in)."""
     out: list[Direct | None] = []
     spool = job.spool or (job.nearby if job.nearby and os.path.isdir(job.nearby) else None)
     for seg in found:
-        start = todo.get(seg.key)
-        if start is None:  # not counted: the count and this read of the input differ
+        start = None if seg is None else todo.get(seg.key)
+        if seg is None or start is None:  # the count and this read of the input differ
             out.append(None)
             break
         with no_gc():
@@ -220,14 +220,8 @@ def direct_blocks(job: Job, todo: dict[SegmentKey, Start],
                   blocks: Iterable[tuple[SegmentKey, int]]) -> list[Direct | None]:
     """``direct_partition`` of blocks of local files that the task reads itself
     (``local_segment``), not through Spark's text source: (key, block size) each."""
-    out: list[Direct | None] = []
-    for key, block in blocks:
-        seg = local_segment(job.files[key[0]], key[1], block)
-        done = None if seg is None else direct_segments(job, todo, [seg])[0]
-        out.append(done)
-        if done is None:
-            break
-    return out
+    return direct_segments(job, todo, (local_segment(job.files[key[0]], key[1], block)
+                                       for key, block in blocks))
 
 
 def local_segment(file: InputFile, start: int, block: int) -> Segment | None:

@@ -305,10 +305,9 @@ class _Run:
             counted = self._count(scans, on_driver=on_driver)
         # local files of lines alone: the one pass's tasks read their blocks themselves, not
         # through Spark's text source (whose JVM would read the input a second time)
-        self.local_blocks = sorted(
-            (c.key, next(s.block for s in scans if s.files[0] == c.key[0]))
-            for c in counted) if on_driver and counted and not any(
-                s.whole for s in scans) else None
+        if on_driver and counted and not any(s.whole for s in scans):
+            block = {s.files[0]: s.block for s in scans}
+            self.local_blocks = sorted((c.key, block[c.key[0]]) for c in counted)
         step = steps(job, counted) if one_pass and counted is not None else None
         if step is not None and counted is not None and job.first_lines is not None:
             bjob = jobs.broadcast(job)
@@ -326,10 +325,8 @@ class _Run:
         bjob = jobs.broadcast(job)
         parsed = jobs.parse(source, kinds, bjob)
         n = parsed.getNumPartitions()
-        writer = trail_writer(self.settings, self.outputs.trail_dir)
         result = Result(Stats(), splits=n)
-        appender = Appender(writer, result.stats, self.outputs.errors_dir,
-                            compressed=job.compress)
+        writer, appender = self._trail(result)
         pool = ThreadPoolExecutor(max_workers=2 * self.window + 2,
                                   thread_name_prefix="batch-job")
         self.parsed, self.bjob, self.pool, self.appender = parsed, bjob, pool, appender
@@ -359,6 +356,12 @@ class _Run:
         result.most_held = self.most_held
         return result
 
+    def _trail(self, result: Result) -> tuple[TrailWriter, Appender]:
+        """The trail's writer, and the appender counting into ``result``."""
+        writer = trail_writer(self.settings, self.outputs.trail_dir)
+        return writer, Appender(writer, result.stats, self.outputs.errors_dir,
+                                compressed=self.job.compress)
+
     def _count(self, scans: list, *, on_driver: bool) -> list[Counted]:
         """Count every segment's lines and messages (``SparkJobs.segment_counts``), setting the
         job's first line numbers."""
@@ -384,10 +387,8 @@ class _Run:
         else:
             task = partial(jobs.direct, self.source, self.kinds, bjob, todo)
             n = self.source.getNumPartitions()
-        writer = trail_writer(self.settings, self.outputs.trail_dir)
         result = Result(Stats(), splits=n, one_pass=True)
-        appender = Appender(writer, result.stats, self.outputs.errors_dir,
-                            compressed=self.job.compress)
+        writer, appender = self._trail(result)
         pool = ThreadPoolExecutor(max_workers=self.window + 1, thread_name_prefix="batch-job")
         order = jobs.in_order()
         queue: deque[Future[list[Direct | None]]] = deque()
