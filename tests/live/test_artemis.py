@@ -185,3 +185,32 @@ def test_every_property_is_what_a_jms_consumer_sees(artemis) -> None:
     assert {"JMSXGroupID", "JMSXGroupSeq", "JMSXDeliveryCount", "d", "sh"} <= set(seen)
     headers = captured_headers(artemis, queue, 1)[0]
     assert {k: headers.get(k) for k in seen} == seen
+
+
+def test_a_core_jms_producers_messages_are_captured_over_amqp(work, artemis) -> None:
+    """Artemis converts what its core JMS client sends (TextMessage, BytesMessage) to AMQP."""
+    queue = f"/queue/{name()}"
+    core = f"tcp://127.0.0.1:{artemis.port}"
+    jms_clients.produce(core, queue, "--count", "2", "--body", BODY)
+    jms_clients.produce(core, queue, "--first", "3", "--count", "2", "--body", BODY, "--type",
+                        "bytes")
+    work.properties(jms_url=artemis.url, jms_destination=queue)
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert work.seqids() == ids(1, 4)
+
+
+def test_a_fully_qualified_queue_name_captures_one_queue_of_a_topic(work, artemis) -> None:
+    """``jms.destination=/queue/ADDRESS::QUEUE``: the queue of a JMS durable subscription to
+    the topic ADDRESS (``clientID.name``), captured as a queue; the topic's other
+    subscription keeps its own copy."""
+    topic = name()
+    for client in ("app", "other"):
+        assert jms_clients.consume(artemis.url, f"/topic/{topic}", "--durable", "sub",
+                                   "--client-id", client, "--timeout", "100") == []
+    produce(artemis, f"/topic/{topic}", 1, 3)
+    work.properties(jms_url=artemis.url, jms_destination=f"/queue/{topic}::app.sub")
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert work.seqids() == ids(1, 3)
+    other = jms_clients.consume(artemis.url, f"/topic/{topic}", "--durable", "sub",
+                                "--client-id", "other")
+    assert [m["text"] for m in other] == [BODY.format(n=i) for i in (1, 2, 3)]
