@@ -3,13 +3,28 @@ Service Bus, Solace, Qpid and RabbitMQ over python-qpid-proton, a protocol adapt
 core (``msgcap.sources.broker``), which owns failover, back-off, redelivery, the ack policy and
 dead letters.
 
-* Threading: proton's objects may be touched by one thread only, and its reactor
+* Threading: proton's objects are not thread-safe, and its reactor
   (``proton.reactor.Container``) does its I/O inside ``process()``. The capture thread runs it,
   in ``_wait`` (as ``proton.utils.BlockingConnection`` does): receiving, settling and publishing
-  happen on one thread, with no lock, no hand-off between threads and no GIL switch per batch,
-  which a 2-core machine shared with the broker feels. The cost: the connection's idle-timeout
-  frames are sent and checked only while the capture calls ``receive_many``, which it does at
-  least once per commit interval, far within any idle timeout a broker asks for.
+  happen on the capture thread, with no hand-off between threads and no GIL switch per batch,
+  which a 2-core machine shared with the broker feels. But the capture may be busy for long
+  between two pumps (one large message or transaction parsed and written), and a broker with a
+  short idle timeout would drop it, a reset would go unseen. So a keep-alive thread
+  (``Connection.keep_alive``) pumps without waiting whenever the capture thread has not pumped
+  for ``KEEPALIVE_PART`` of the shorter idle timeout (ours or the broker's; ``KEEPALIVE_SECONDS``
+  without one): empty frames go out, the broker's are read, the idle timeouts are checked, and a
+  reset or close becomes a ``Lost`` in ``arrived`` at once. Every use of proton's objects holds
+  ``Connection.lock`` (an RLock): the hot path takes it uncontended once per pump and once per
+  group of acceptances, and the keep-alive thread never waits for it (held, the capture thread
+  is doing the I/O itself), so the capture pays a few hundred nanoseconds per batch and no
+  thread switch. TCP keep-alive on the socket notices a broker that vanished without a reset
+  when neither side has an idle timeout.
+* Settlement: the receiver asks for snd-settle-mode ``unsettled`` and rcv-settle-mode ``first``:
+  the broker keeps each message until msgcap accepts it. A broker that attaches with another
+  sender settle mode is refused at the attach (``_subscribe``); one that sends a delivery
+  settled all the same (it may have deleted the message as it sent it) stops the capture at
+  that delivery, before anything of it is read (``Connection._settled_by_broker``, a fatal
+  ``Lost``), with one line naming the broker's URL.
 * Exactly once: the receiver's link credit is ``jms.prefetch``, given back as messages are
   accepted, so no more than that many are ever unsettled. A delivery is accepted (disposition
   ``accepted``, settled) only in ``_acknowledge``, once it is durable; closing the connection
@@ -30,7 +45,9 @@ dead letters.
   arrives all the same is read whole by proton, and a body over the limit is ``Unreadable`` with
   an empty body (the core's ``_over_limit``).
 * Failures: a refused login (SASL) or certificate stops capture with one line; anything else
-  (refused connection, lost connection, a detached link) is retried by the core. After a failed
+  (refused connection, lost connection, a detached link) is retried by the core, also a
+  connection lost while a dead letter waits for its outcome (``ConnectionLost`` from
+  ``_publish``: the core reconnects and the original comes again). After a failed
   TLS connection ``msgcap.sources.tls.diagnose`` says why; a certificate only proton refuses is
   one whose IP address proton cannot match (``proton_refusal``).
 """
@@ -39,7 +56,9 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 import ssl
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -53,6 +72,7 @@ from msgcap.sources.broker import (
     Backoff,
     BrokerSource,
     ConnectFailed,
+    ConnectionLost,
     Delivery,
     Endpoint,
     Lost,
@@ -76,6 +96,9 @@ except ImportError:
                       "OpenSSL headers)") from None
 
 log = logging.getLogger("msgcap.source")
+# proton logs a reset as ERROR lines of its own ("Couldn't recv: ConnectionResetError"); msgcap
+# says what happened to the connection itself, in one line
+logging.getLogger("proton").setLevel(logging.CRITICAL)
 
 PORTS = {"amqp": 5672, "amqps": 5671}
 OPEN_TIMEOUT = 10.0  # connection, login and attach
@@ -91,6 +114,14 @@ NOT_SENT = frozenset(("message-id", "correlation-id", "destination", "timestamp"
 # The longest wait in proton's select before ``_wait`` looks whether it was interrupted.
 SLICE = 0.25
 SEND_WINDOW = 500  # messages msgcap send leaves unconfirmed at most
+# The keep-alive thread pumps when the capture thread has not for this part of the shorter idle
+# timeout (ours, jms.heartbeat's second number, or the broker's), or for KEEPALIVE_SECONDS
+# when neither side has one (a reset is then still noticed while the capture is busy).
+KEEPALIVE_PART = 0.25
+KEEPALIVE_SECONDS = 1.0
+# TCP keep-alive on the socket (s): a broker that vanished without a reset (its host gone, a
+# link cut) is noticed within about IDLE + INTERVAL * COUNT even with jms.heartbeat=0,0.
+TCP_KEEPALIVE = {"TCP_KEEPIDLE": 10, "TCP_KEEPINTVL": 5, "TCP_KEEPCNT": 3}
 
 
 def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
@@ -388,7 +419,14 @@ class Connection:
         self.link_refusal: str | None = None
         self.opened = False
         self.closing = False
+        self.ended = False  # the connection itself ended (not only a link or a session)
         self.receiver: Any = None
+        # every use of proton's objects holds it: the capture thread's (pump, settle, publish)
+        # and the keep-alive thread's pump (see the module doc)
+        self.lock = threading.RLock()
+        self.pumped = time.monotonic()  # when a pump last ended
+        self._keepalive: threading.Thread | None = None
+        self._keepalive_stop = threading.Event()
         self._senders: dict[str, Any] = {}
         self._scratch = ProtonMessage()  # decoded into, message after message
         self.container: Any = Container(self)
@@ -416,6 +454,7 @@ class Connection:
         self.opened = True
 
     def on_connection_remote_close(self, event: Any) -> None:
+        self.ended = True
         self._ended(_condition_text(event.connection.remote_condition) or BROKER_CLOSED)
 
     def on_session_remote_close(self, event: Any) -> None:
@@ -438,12 +477,16 @@ class Connection:
             self.refused = f"the broker refused the login (SASL {self.options.mechanisms}): {text}"
         elif name == "proton:io" or not self.opened:
             text = unreachable(self.endpoint.host, self.endpoint.port, OPEN_TIMEOUT) or text
+        self.ended = True
         self._ended(text or BROKER_CLOSED)
 
     def on_transport_closed(self, event: Any) -> None:
+        self.ended = True
         self._ended(BROKER_CLOSED)
 
     def on_delivery(self, event: Any) -> None:
+        if self._settled_by_broker(event.delivery):
+            return
         delivery = event.delivery
         link = delivery.link
         if not link.is_receiver or delivery.partial:
@@ -453,6 +496,23 @@ class Connection:
         msg = self._scratch
         msg.decode(data)
         self.arrived.append(message_of(msg, Delivery(self.epoch, delivery), self.max_bytes))
+
+    def _settled_by_broker(self, delivery: Any) -> bool:
+        """Whether the broker sent this delivery settled though the receiver asked for
+        unsettled ones: it may have deleted the message as it sent it, so a crash before the
+        trail holds it would lose it. Nothing of it is read; the capture stops at it (a fatal
+        ``Lost``), with one line naming the broker."""
+        if not delivery.settled or not delivery.link.is_receiver:
+            return False
+        if self.failure is None:
+            self.failure = "a delivery sent settled"
+            self.arrived.append(Lost(self.epoch, self.failure, SourceError(
+                "the broker sent a message settled though msgcap asked for unsettled "
+                "deliveries: it may delete a message before "
+                "msgcap has it in the trail, so msgcap does not capture from it; this message "
+                "may be gone from the broker, and no more is taken",
+                url=self.endpoint.url)))
+        return True
 
     def _ended(self, why: str) -> None:
         if self.failure is None:
@@ -464,24 +524,75 @@ class Connection:
 
     def pump(self, timeout: float) -> None:
         """Do the I/O that is ready, waiting up to ``timeout`` s for some; run the events."""
-        container = self.container
-        if container is None:
-            return
-        container.timeout = timeout
-        try:
-            container.process()
-        except OSError as exc:  # resolving the host name, opening the socket
-            self._ended(failure_words(exc))
+        with self.lock:
+            container = self.container
+            if container is None:
+                return
+            container.timeout = timeout
+            try:
+                container.process()
+            except OSError as exc:  # resolving the host name, opening the socket
+                self.ended = True
+                self._ended(failure_words(exc))
+            self.pumped = time.monotonic()
+
+    def take_arrived(self) -> list[Any]:
+        """What arrived since the last call (the keep-alive thread's pumps add to it too)."""
+        with self.lock:
+            arrived, self.arrived = self.arrived, []
+        return arrived
 
     def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
         """Pump until ``condition()`` or the connection ends or ``timeout`` s pass."""
         deadline = time.monotonic() + timeout
-        while not condition():
+        while True:
+            with self.lock:
+                if condition():
+                    return True
             left = deadline - time.monotonic()
             if self.failure is not None or left <= 0:
                 return False
             self.pump(min(left, 1.0))
-        return True
+
+    def _keep_alive_loop(self, period: float) -> None:
+        """The keep-alive thread: pump (without waiting) whenever the capture thread has not
+        pumped for ``period`` s, so that empty frames go out, the broker's are read, the idle
+        timeout is checked and a reset is seen while the capture is busy with a large message
+        or transaction. It never waits for the lock: held, the capture thread is pumping or
+        settling itself."""
+        stop = self._keepalive_stop
+        while not stop.wait(period):
+            if (time.monotonic() - self.pumped < period / 2
+                    or not self.lock.acquire(blocking=False)):
+                continue
+            try:
+                if self.container is None:
+                    return
+                # one process() is one select: the first runs what is due (an empty frame is
+                # made, the broker's read), the second writes it out
+                self.pump(0)
+                self.pump(0)
+            finally:
+                self.lock.release()
+
+    def keep_alive(self) -> None:
+        """Start the keep-alive thread (once open: the broker's idle timeout is known) and turn
+        on TCP keep-alive on the socket. For the capture, whose thread may be busy for long
+        between pumps; from then on every use of proton's objects must hold ``lock``."""
+        transport = self.conn.transport
+        timeouts = [t for t in (self.options.idle_timeout,
+                                transport.remote_idle_timeout if transport else 0) if t]
+        period = min(timeouts) * KEEPALIVE_PART if timeouts else KEEPALIVE_SECONDS
+        self._keepalive = threading.Thread(target=self._keep_alive_loop, args=(period,),
+                                           name="msgcap-amqp-keepalive", daemon=True)
+        self._keepalive.start()
+        selectable = getattr(transport, "_selectable", None)  # proton keeps the socket there
+        sock = getattr(selectable, "_delegate", None)
+        if isinstance(sock, socket.socket):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            for name, seconds in TCP_KEEPALIVE.items():
+                if hasattr(socket, name):
+                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), seconds)
 
     def open(self) -> Broker:
         """Wait for the broker's open frame: the broker it names. ``Refused`` for a login or
@@ -508,23 +619,28 @@ class Connection:
 
     def attach_receiver(self, node: Node, *, name: str, selector: str | None) -> Any:
         """Attach a receiver from ``node`` (no credit yet; a durable subscription never
-        expires); the attached link, or ``ConnectFailed`` when the broker refuses it."""
-        from proton import Described, Terminus, symbol, ulong
+        expires; unsettled deliveries, settled by us first: snd-settle-mode ``unsettled``,
+        rcv-settle-mode ``first``); the attached link, or ``ConnectFailed`` when the broker
+        refuses it."""
+        from proton import Described, Link, Terminus, symbol, ulong
 
-        session = self.conn.session()
-        session.open()
-        receiver = session.receiver(name)
-        _terminus(receiver.source, node)
-        if node.durability == Terminus.DELIVERIES:
-            receiver.source.expiry_policy = Terminus.EXPIRE_NEVER
-        if selector:
-            receiver.source.filter.put_dict(
-                {symbol(SELECTOR_KEY): Described(ulong(SELECTOR_DESCRIPTOR), selector)})
-        receiver.max_message_size = self.max_bytes + HEADER_BYTES
-        receiver.open()
-        self._attached(receiver, node.address)
-        self.receiver = receiver
-        return receiver
+        with self.lock:
+            session = self.conn.session()
+            session.open()
+            receiver = session.receiver(name)
+            receiver.snd_settle_mode = Link.SND_UNSETTLED
+            receiver.rcv_settle_mode = Link.RCV_FIRST
+            _terminus(receiver.source, node)
+            if node.durability == Terminus.DELIVERIES:
+                receiver.source.expiry_policy = Terminus.EXPIRE_NEVER
+            if selector:
+                receiver.source.filter.put_dict(
+                    {symbol(SELECTOR_KEY): Described(ulong(SELECTOR_DESCRIPTOR), selector)})
+            receiver.max_message_size = self.max_bytes + HEADER_BYTES
+            receiver.open()
+            self._attached(receiver, node.address)
+            self.receiver = receiver
+            return receiver
 
     def _attached(self, link: Any, address: str) -> None:
         """Wait for the broker's attach: a link it refuses comes back without a terminus and
@@ -546,20 +662,28 @@ class Connection:
 
     def sender(self, node: Node) -> Any:
         """A sender link to ``node`` (one per address, attached once)."""
-        sender = self._senders.get(node.address)
-        if sender is None:
-            session = self.conn.session()
-            session.open()
-            sender = session.sender(f"msgcap-send-{node.address}")
-            _terminus(sender.target, node)
-            sender.open()
-            self._attached(sender, node.address)
-            self._senders[node.address] = sender
-        return sender
+        with self.lock:
+            sender = self._senders.get(node.address)
+            if sender is None:
+                session = self.conn.session()
+                session.open()
+                sender = session.sender(f"msgcap-send-{node.address}")
+                _terminus(sender.target, node)
+                sender.open()
+                self._attached(sender, node.address)
+                self._senders[node.address] = sender
+            return sender
 
     def close(self) -> None:
         """Close the connection (not its links: a durable subscription stays), waiting at most
         ``CLOSE_TIMEOUT`` for the broker; unsettled deliveries go back to the broker."""
+        self._keepalive_stop.set()
+        with self.lock:
+            self._close()
+        if self._keepalive is not None:
+            self._keepalive.join()
+
+    def _close(self) -> None:
         container = self.container
         if container is None:
             return
@@ -678,6 +802,7 @@ class AmqpSource(BrokerSource):
         conn, broker = self._open(endpoint, epoch, self.options)
         try:
             self._subscribe(conn, broker, endpoint, durable=True).flow(self.prefetch)
+            conn.keep_alive()
         except BaseException:
             conn.close()
             raise
@@ -695,6 +820,13 @@ class AmqpSource(BrokerSource):
         except LinkRefused:
             raise SourceError(f"{broker.name} refused the subscription to {self.destination}: "
                               f"{conn.link_refusal}", url=endpoint.url) from None
+        mode = receiver.remote_snd_settle_mode
+        if mode != receiver.SND_UNSETTLED:
+            said = {receiver.SND_SETTLED: "settled", receiver.SND_MIXED: "mixed"}.get(mode, mode)
+            raise SourceError(f"{broker.name} attached {self.destination} with sender settle "
+                              f"mode {said}, not the unsettled msgcap asked for: it may send a "
+                              "message settled and delete it before msgcap has it in the trail, "
+                              "so msgcap does not capture from it", url=endpoint.url)
         if self.selector and not _has_selector(receiver):
             raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS selector "
                                 "filter (it would deliver every message); remove jms.selector",
@@ -737,8 +869,7 @@ class AmqpSource(BrokerSource):
             if left <= 0:
                 break
             conn.pump(min(left, SLICE))
-        inbox.extend(conn.arrived)
-        conn.arrived = []
+        inbox.extend(conn.take_arrived())
         return inbox.take(0, limit)
 
     def _acknowledge(self, deliveries: list[Delivery]) -> None:
@@ -749,26 +880,28 @@ class AmqpSource(BrokerSource):
         if conn is None or conn.receiver is None:
             return
         accepted = ProtonDelivery.ACCEPTED
-        for delivery in deliveries:
-            token = delivery.token
-            token.update(accepted)
-            token.settle()
-        conn.receiver.flow(len(deliveries))
-        conn.pump(0)  # the dispositions go out now, not at the next wait
+        with conn.lock:
+            for delivery in deliveries:
+                token = delivery.token
+                token.update(accepted)
+                token.settle()
+            conn.receiver.flow(len(deliveries))
+            conn.pump(0)  # the dispositions go out now, not at the next wait
 
     def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
         conn, broker = self._conn, self.broker
         if conn is None or broker is None:
             return "not connected"
-        try:
-            sender = conn.sender(node_of(destination, broker))
-        except ConnectFailed as exc:
-            return exc.why
-        delivery = sender.send(amqp_message(message, extra))
-        failure = outcome(conn, delivery, CONFIRM_TIMEOUT)
-        if conn.arrived:  # what came while we waited, in its turn
-            self._inbox.extend(conn.arrived)
-            conn.arrived = []
+        with conn.lock:
+            try:
+                sender = conn.sender(node_of(destination, broker))
+            except ConnectFailed as exc:
+                return exc.why
+            delivery = sender.send(amqp_message(message, extra))
+            failure = outcome(conn, delivery, CONFIRM_TIMEOUT)
+            if failure is not None and conn.ended:
+                raise ConnectionLost(failure)
+        self._inbox.extend(conn.take_arrived())  # what came while we waited, in its turn
         return failure
 
 

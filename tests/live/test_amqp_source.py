@@ -422,6 +422,32 @@ def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> 
     assert "messages 0" in again.stdout
 
 
+@pytest.mark.broker
+def test_kill9_holding_part_of_a_transaction_loses_nothing(amqp, queue, work) -> None:
+    """msgcap asks for unsettled deliveries (RabbitMQ agrees): a capture killed while it holds
+    3 of a transaction's 4 messages leaves them on the queue, and the next run writes the
+    whole transaction once."""
+    import signal
+
+    from tests.hostile.conftest import wait_for
+
+    work.properties(jms_url=amqp, jms_destination=queue, jms_user="guest",
+                    jms_password="guest")
+    _send(amqp, queue, *(_proton(work.body(n, "B" if n == 1 else "M"), id=f"tx-{n}")
+                         for n in range(1, 4)))
+    capture = work.start("run", "--prop", str(work.prop))
+    try:
+        wait_for(lambda: "running" in work.msgcap("status", "--prop", str(work.prop)).stdout,
+                 "the capture running", 60)
+        time.sleep(3)  # the three are delivered and held by the open transaction
+    finally:
+        os.kill(capture.pid, signal.SIGKILL)
+        capture.wait()
+    _send(amqp, queue, _proton(work.body(4, "E"), id="tx-4"))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert work.seqids() == [f"{n:010d}" for n in range(1, 5)]
+
+
 @pytest.mark.parametrize("command", ["run", "send", "check"])
 def test_without_the_amqp_client_an_amqp_url_is_one_line_saying_how_to_install_it(
         tmp_path, command) -> None:
