@@ -508,9 +508,9 @@ class Connection:
             self.failure = "a delivery sent settled"
             self.arrived.append(Lost(self.epoch, self.failure, SourceError(
                 "the broker sent a message settled though msgcap asked for unsettled "
-                "deliveries: it may delete a message before "
-                "msgcap has it in the trail, so msgcap does not capture from it; this message "
-                "may be gone from the broker, and no more is taken",
+                "deliveries: it may delete a message before msgcap has it in the trail, so "
+                "msgcap does not capture from it; this message may be gone from the broker, "
+                "and no more is taken",
                 url=self.endpoint.url)))
         return True
 
@@ -555,8 +555,8 @@ class Connection:
             self.pump(min(left, 1.0))
 
     def _keep_alive_loop(self, period: float) -> None:
-        """The keep-alive thread: pump (without waiting) whenever the capture thread has not
-        pumped for ``period`` s, so that empty frames go out, the broker's are read, the idle
+        """The keep-alive thread: every ``period`` s, pump (without waiting) unless the capture
+        thread pumped in the last half of it, so that empty frames go out, the broker's are read, the idle
         timeout is checked and a reset is seen while the capture is busy with a large message
         or transaction. It never waits for the lock: held, the capture thread is pumping or
         settling itself."""

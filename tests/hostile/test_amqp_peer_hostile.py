@@ -65,15 +65,15 @@ def test_a_delivery_sent_settled_stops_the_capture_before_it_is_written(work: Wo
 
 
 def test_a_busy_capture_keeps_a_short_idle_timeout_alive() -> None:
-    """The broker drops a peer silent for 0.4 s; the capture holds its messages for 2 s
+    """The broker drops a peer silent for 2 s; the capture holds its messages for 5 s
     without pumping (a large message being parsed and written), then accepts them: the
     connection is the same and the broker has the acceptances."""
-    with FakeBroker([body(n) for n in range(1, 4)], idle_timeout=0.4) as broker:
+    with FakeBroker([body(n) for n in range(1, 4)], idle_timeout=2.0) as broker:
         src = _source(broker.url)
         src.open()
         try:
             got = _take(src, 3)
-            time.sleep(2.0)  # busy: the capture thread does not touch the connection
+            time.sleep(5.0)  # busy: the capture thread does not touch the connection
             src.ack(got)
             assert src.receive_many(0.5) == []  # no Redelivery: the connection held
             wait_for(lambda: len(broker.accepted) == 3, "the acceptances", 10)
