@@ -17,7 +17,9 @@ dead letters.
   delivery count at 0). AMQP settles per delivery, so ``jms.ack=client`` and
   ``client-individual`` both settle each durable message (proton coalesces the dispositions).
 * Addresses: on RabbitMQ 3.x (its AMQP 1.0 plugin) ``jms.destination`` is the address as written
-  (``/queue/NAME``, ``/topic/NAME``); elsewhere the address is NAME and the terminus capability
+  (``/queue/NAME``, ``/topic/NAME``), but a queue that exists is consumed through
+  ``/amq/queue/NAME``, which takes it whatever its durability and never declares it
+  (``existing_node_of``); elsewhere the address is NAME and the terminus capability
   ``queue`` or ``topic`` says which, as Qpid JMS sends it. A topic is a durable subscription:
   container id and link name ``trail.extract``, terminus durable with expiry ``never``; a
   connection closed (not the link) keeps it.
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import ssl
 import time
 import uuid
@@ -47,7 +50,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
+from msgcap.sources.base import (
+    HEADER_BYTES,
+    QueueFacts,
+    Unreadable,
+    body_size,
+    failure_words,
+    unreachable,
+)
 from msgcap.sources.broker import (
     BROKER_CLOSED,
     Backoff,
@@ -142,6 +152,8 @@ def broker_of(properties: dict[Any, Any] | None) -> Broker:
     return Broker(str(props.get("product") or ""), str(props.get("version") or ""))
 
 
+NOT_FOUND = "amqp:not-found"  # the error condition of an attach to a node that does not exist
+
 # Terminus durability (AMQP 1.0 §3.5.5): none, configuration, unsettled-state.
 NOT_DURABLE, DURABLE_CONFIGURATION, DURABLE_DELIVERIES = 0, 1, 2
 
@@ -172,6 +184,23 @@ def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Nod
     if broker.rabbitmq4 and kind == "queue" and not name.startswith("/"):
         name = f"/queues/{quote(name, safe='')}"
     return Node(name, kind, durability)
+
+
+def existing_node_of(destination: str, broker: Broker) -> Node | None:
+    """Where the broker has one, the address that consumes the queue ``jms.destination`` names
+    only if it exists, whatever its durability, and never declares it: RabbitMQ 3.x's
+    ``/amq/queue/NAME`` (its ``/queue/NAME`` declares the queue durable, and that attach is
+    refused for a queue a producer declared non-durable). None elsewhere."""
+    name = destination.removeprefix("/queue/")
+    if not broker.rabbitmq3 or name == destination or not name or "/" in name:
+        return None
+    return Node(f"/amq/queue/{name}", "queue", NOT_DURABLE)
+
+
+def queue_name(destination: str) -> str:
+    """The queue's own name in ``jms.destination``: NAME of ``/queue/NAME``, QUEUE of an
+    Artemis ``ADDRESS::QUEUE``."""
+    return destination.removeprefix("/queue/").rpartition("::")[2]
 
 
 # -- message conversion ---------------------------------------------------------------------------
@@ -384,8 +413,9 @@ class Connection:
         self.failure: str | None = None  # why the connection (or an attach) ended, in words
         self.refused: str | None = None  # a login or certificate refused: no retry cures it
         # the error the broker closed a link or session with (an attach it refused: a queue
-        # declared otherwise, an address that does not exist, no permission)
+        # declared otherwise, an address that does not exist, no permission), and its condition
         self.link_refusal: str | None = None
+        self.refusal_condition: str | None = None  # e.g. amqp:not-found
         self.opened = False
         self.closing = False
         self.receiver: Any = None
@@ -420,11 +450,13 @@ class Connection:
 
     def on_session_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.session.remote_condition)
+        self._refused_with(event.session.remote_condition)
         self.link_refusal = self.link_refusal or condition or None
         self._ended("the broker ended the session" + (f" ({condition})" if condition else ""))
 
     def on_link_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.link.remote_condition)
+        self._refused_with(event.link.remote_condition)
         self.link_refusal = self.link_refusal or condition or None
         what = "receiver" if event.link.is_receiver else "sender"
         self._ended(f"the broker closed the {what} link" + (f" ({condition})" if condition
@@ -453,6 +485,10 @@ class Connection:
         msg = self._scratch
         msg.decode(data)
         self.arrived.append(message_of(msg, Delivery(self.epoch, delivery), self.max_bytes))
+
+    def _refused_with(self, condition: Any) -> None:
+        if self.link_refusal is None and condition is not None and condition.name:
+            self.refusal_condition = str(condition.name)
 
     def _ended(self, why: str) -> None:
         if self.failure is None:
@@ -543,6 +579,16 @@ class Connection:
             if self.link_refusal is not None:
                 raise LinkRefused(why, subscribing=True)
             raise ConnectFailed(why, subscribing=True)
+
+    def forget_refusal(self) -> bool:
+        """After an attach the broker refused by ending only its session or link, with the
+        connection still open: forget that end (``failure``, the ``Lost`` it queued), so that
+        another attach can follow. False when the connection itself is gone."""
+        if not self._still_open():
+            return False
+        self.failure = self.link_refusal = self.refusal_condition = None
+        self.arrived = [item for item in self.arrived if not isinstance(item, Lost)]
+        return True
 
     def sender(self, node: Node) -> Any:
         """A sender link to ``node`` (one per address, attached once)."""
@@ -685,21 +731,47 @@ class AmqpSource(BrokerSource):
         return broker.name
 
     def _subscribe(self, conn: Connection, broker: Broker, endpoint: Endpoint, *,
-                   durable: bool) -> Any:
+                   durable: bool, declare: bool = True) -> Any:
         """Attach the receiver (a topic as a durable subscription if ``durable``), refusing
-        what cannot work (``_refuse``) and a selector the broker did not take."""
+        what cannot work (``_refuse``) and a selector the broker did not take. A queue that
+        does not exist is declared only if ``declare`` (see ``_attach``); otherwise that is
+        one line naming it."""
         self._refuse(broker, endpoint)
         try:
-            receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
-                                            name=self.client_id, selector=self.selector)
+            receiver = self._attach(conn, broker, durable=durable, declare=declare)
         except LinkRefused:
-            raise SourceError(f"{broker.name} refused the subscription to {self.destination}: "
-                              f"{conn.link_refusal}", url=endpoint.url) from None
+            if declare or conn.refusal_condition != NOT_FOUND or self.topic:
+                raise SourceError(f"{broker.name} refused the subscription to "
+                                  f"{self.destination}: {conn.link_refusal}",
+                                  url=endpoint.url) from None
+            receiver = None  # (an address that does not declare, e.g. RabbitMQ 4's /queues/)
+        if receiver is None:
+            raise SourceError(f"queue {queue_name(self.destination)} does not exist on "
+                              f"{broker.name} at {endpoint.url}")
         if self.selector and not _has_selector(receiver):
             raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS selector "
                                 "filter (it would deliver every message); remove jms.selector",
                                 prop="jms.selector")
         return receiver
+
+    def _attach(self, conn: Connection, broker: Broker, *, durable: bool,
+                declare: bool) -> Any:
+        """The attached receiver. Where the broker can consume an existing queue without
+        declaring it (``existing_node_of``), that first, so a queue a producer declared
+        non-durable is consumed as it is; only when it does not exist (``amqp:not-found``) is
+        the queue declared as ``node_of`` says (durable), or, unless ``declare``, None."""
+        existing = existing_node_of(self.destination, broker)
+        if existing is not None:
+            try:
+                return conn.attach_receiver(existing, name=self.client_id,
+                                            selector=self.selector)
+            except LinkRefused:
+                if conn.refusal_condition != NOT_FOUND or not conn.forget_refusal():
+                    raise
+            if not declare:
+                return None
+        return conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
+                                    name=self.client_id, selector=self.selector)
 
     def _refuse(self, broker: Broker, endpoint: Endpoint) -> None:
         """What cannot work on ``broker`` stops capture before anything is consumed."""
@@ -787,15 +859,18 @@ class AmqpProbe(AmqpSource):
     ``msgcap run`` does (same refusals, the selector filter checked), but without credit, so
     the broker delivers nothing; a topic without a durable subscription (one under the
     capture's name would take its place); container id and link name the extract's with
-    ``-check`` added, so a running capture is not disturbed. Each ``jms.url`` entry is tried
-    once, without back-off."""
+    ``-check`` added, so a running capture is not disturbed. Nothing is created: a queue is
+    attached where that cannot declare it (RabbitMQ 3.x's ``/amq/queue/NAME``); a missing
+    queue is one line. How many messages wait is what the broker tells (``QueueFacts``). Each
+    ``jms.url`` entry is tried once, without back-off."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["client_id"] = f"{kwargs.get('client_id', 'MSGCAP')}-check"
         super().__init__(*args, **kwargs)
 
     def probe(self) -> str:
-        """What was reached; ``SourceError`` / ``PropertyError`` when nothing works."""
+        """What was reached; ``SourceError`` / ``PropertyError`` when nothing works or the
+        queue does not exist."""
         failures = []
         for endpoint in self.endpoints:
             try:
@@ -804,13 +879,53 @@ class AmqpProbe(AmqpSource):
                 failures.append(f"cannot connect to {endpoint.url}: {exc.why}")
                 continue
             try:
-                self._subscribe(conn, broker, endpoint, durable=False)
+                looked = self._look(conn, broker, endpoint)
+                return f"{endpoint.url}: connected to {broker.name}, {looked}"
             except ConnectFailed as exc:
                 failures.append(f"cannot subscribe at {endpoint.url}: {exc.why}")
-                continue
             finally:
                 conn.close()
-            selector = " (jms.selector accepted)" if self.selector else ""
-            return (f"{endpoint.url}: connected to {broker.name}, subscribed to "
-                    f"{self.destination}{selector}; disconnected, nothing consumed")
         raise SourceError("; ".join(failures), url=self.url)
+
+    def _look(self, conn: Connection, broker: Broker, endpoint: Endpoint) -> str:
+        """Subscribe without creating anything, and say what the destination holds."""
+        receiver = self._subscribe(conn, broker, endpoint, durable=False, declare=False)
+        said = []
+        if not self.topic:
+            known = broker.rabbitmq4 or existing_node_of(self.destination, broker) is not None
+            said.append(str(QueueFacts(True if known else None, drained_available(conn, receiver),
+                                       f"{broker.name} does not say over AMQP 1.0")))
+        if self.selector:
+            said.append("jms.selector accepted")
+        return (f"subscribed to {self.destination}" + (f" ({'; '.join(said)})" if said else "")
+                + "; disconnected, nothing consumed")
+
+
+DRAIN_TIMEOUT = 2.0  # for the broker's answer to a drain without credit
+_AVAILABLE = re.compile(r"<- @flow\(19\) \[.*\bavailable=(0x[0-9a-f]+|\d+)")
+
+
+def drained_available(conn: Connection, receiver: Any) -> int | None:
+    """How many messages the broker says wait for ``receiver``: the ``available`` field of
+    the flow it answers a drain without credit with (AMQP 1.0 §2.7.4; RabbitMQ 3.x sends the
+    queue's length there). proton keeps that field for senders only, so it is read from the
+    frame trace of this one exchange. None when the broker leaves it out."""
+    from proton import Transport
+
+    transport = conn.conn.transport
+    if transport is None:  # (the connection is gone)
+        return None
+    frames: list[str] = []
+    transport.tracer = lambda _transport, frame: frames.append(frame)
+    transport.trace(Transport.TRACE_FRM)
+    try:
+        receiver.drain(0)  # no credit: nothing is delivered
+        conn.wait_for(lambda: any(_AVAILABLE.search(f) for f in frames), DRAIN_TIMEOUT)
+    finally:
+        transport.trace(Transport.TRACE_OFF)
+    for frame in frames:
+        found = _AVAILABLE.search(frame)
+        if found:
+            return int(found[1], 0)
+    return None
+

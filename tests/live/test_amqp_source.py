@@ -31,6 +31,7 @@ from msgcap.sources.base import CONNECTING, Unreadable
 from msgcap.sources.broker import Backoff
 from parsers.model import Message
 from props.errors import MessageError, PropertyError, SourceError
+from tests.amqp_client import DurableQueue
 from tests.conftest import REPO, Broker, _free_port
 
 LOGIN = {"user": "guest", "password": "guest"}
@@ -191,21 +192,53 @@ def test_credit_window_bounds_unsettled_deliveries(amqp, queue) -> None:
 
 
 @pytest.mark.broker
-def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp, queue) -> None:
-    """Another client declared the queue non-durable first: RabbitMQ ends the attach with an
-    error no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE
-    (not a retry every few seconds for ever)."""
-    from proton.utils import BlockingConnection
-
-    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
-    other.create_receiver(queue, credit=1)  # a non-durable terminus declares a transient queue
-    other.close()
+def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp) -> None:
+    """A queue RabbitMQ refuses to declare (a reserved name): it ends the attach with an error
+    no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE (not a
+    retry every few seconds for ever)."""
+    queue = f"/queue/amq.test-{uuid.uuid4().hex}"
     src = _source(amqp, queue)
     with pytest.raises(SourceError) as caught:
         src.open()
     text = str(caught.value)
-    assert f"refused the subscription to {queue}" in text and "durable" in text
+    assert f"refused the subscription to {queue}" in text and "ACCESS_REFUSED" in text
     assert "\n" not in text
+
+
+@pytest.mark.broker
+def test_a_queue_a_producer_declared_non_durable_is_consumed(amqp, queue) -> None:
+    """Another client declared the queue non-durable first: msgcap consumes it as it is
+    (``/amq/queue/NAME``), where the durable ``/queue/NAME`` attach was refused (issue 33);
+    a queue that does not exist is still declared durable."""
+    from proton.utils import BlockingConnection
+
+    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    sender = other.create_sender(queue)  # a non-durable terminus declares a transient queue
+    sender.send(_proton("first"))
+    sender.send(_proton("second"))
+    other.close()
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 2)
+        assert [m.body for m in got] == ["first", "second"]  # type: ignore[union-attr]
+        src.ack(got)  # type: ignore[arg-type]
+        assert _no_more(src)
+        assert src.connection.state == "connected"
+    finally:
+        src.close()
+    fresh = f"/queue/test-{uuid.uuid4().hex}"
+    src = _source(amqp, fresh)
+    src.open()  # not there: declared, durable, on the same connection
+    try:
+        assert src.connection.state == "connected" and _no_more(src)
+    finally:
+        src.close()
+    durable = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    try:  # a durable attach to it is taken: it was declared durable
+        durable.create_receiver(fresh, options=DurableQueue())
+    finally:
+        durable.close()
 
 
 @pytest.mark.broker
@@ -389,8 +422,8 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
     work.properties(jms_url=amqp, jms_destination=queue)
     done = work.msgcap("check", "--prop", str(work.prop))
     assert done.returncode == 0, done.stderr
-    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue}; "
-            "disconnected, nothing consumed") in done.stdout
+    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue} (it exists, "
+            "1 message waiting); disconnected, nothing consumed") in done.stdout
     src = _source(amqp, queue)
     src.open()
     try:
