@@ -40,6 +40,7 @@ dead letters.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import re
 import ssl
@@ -138,6 +139,12 @@ class Broker:
         """RabbitMQ 4 or later: native AMQP 1.0 with v2 addresses (``/queues/NAME``); the v1
         forms of 3.x are deprecated there."""
         return self.product == "RabbitMQ" and not self.rabbitmq3
+
+    @property
+    def artemis(self) -> bool:
+        """ActiveMQ Artemis: it creates a queue a receiver attaches to (its default address
+        settings), and answers management requests sent to ``activemq.management``."""
+        return self.product == "apache-activemq-artemis"
 
     @property
     def name(self) -> str:
@@ -860,9 +867,10 @@ class AmqpProbe(AmqpSource):
     the broker delivers nothing; a topic without a durable subscription (one under the
     capture's name would take its place); container id and link name the extract's with
     ``-check`` added, so a running capture is not disturbed. Nothing is created: a queue is
-    attached where that cannot declare it (RabbitMQ 3.x's ``/amq/queue/NAME``); a missing
-    queue is one line. How many messages wait is what the broker tells (``QueueFacts``). Each
-    ``jms.url`` entry is tried once, without back-off."""
+    attached only where that cannot declare it (RabbitMQ 3.x's ``/amq/queue/NAME``) or once the
+    broker said it exists (Artemis's management address); a missing queue is one line. How
+    many messages wait is what the broker tells (``QueueFacts``). Each ``jms.url`` entry is
+    tried once, without back-off."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["client_id"] = f"{kwargs.get('client_id', 'MSGCAP')}-check"
@@ -889,12 +897,20 @@ class AmqpProbe(AmqpSource):
 
     def _look(self, conn: Connection, broker: Broker, endpoint: Endpoint) -> str:
         """Subscribe without creating anything, and say what the destination holds."""
+        facts = None
+        if broker.artemis and not self.topic:
+            facts = artemis_queue_facts(conn, queue_name(self.destination))
+            if facts.exists is False:
+                raise SourceError(f"queue {queue_name(self.destination)} does not exist on "
+                                  f"{broker.name} at {endpoint.url}")
+            if facts.exists is None:  # an attach would create it if it does not exist
+                return f"not subscribed to {self.destination}: {facts}"
         receiver = self._subscribe(conn, broker, endpoint, durable=False, declare=False)
-        said = []
-        if not self.topic:
+        if facts is None and not self.topic:
             known = broker.rabbitmq4 or existing_node_of(self.destination, broker) is not None
-            said.append(str(QueueFacts(True if known else None, drained_available(conn, receiver),
-                                       f"{broker.name} does not say over AMQP 1.0")))
+            facts = QueueFacts(True if known else None, drained_available(conn, receiver),
+                               f"{broker.name} does not say over AMQP 1.0")
+        said = [str(facts)] if facts is not None else []
         if self.selector:
             said.append("jms.selector accepted")
         return (f"subscribed to {self.destination}" + (f" ({'; '.join(said)})" if said else "")
@@ -929,3 +945,52 @@ def drained_available(conn: Connection, receiver: Any) -> int | None:
             return int(found[1], 0)
     return None
 
+
+ARTEMIS_MANAGEMENT = "activemq.management"
+MANAGEMENT_TIMEOUT = 10.0
+ARTEMIS_NOT_FOUND = "AMQ229067"  # "Cannot find resource with name queue.NAME"
+
+
+def artemis_queue_facts(conn: Connection, name: str) -> QueueFacts:
+    """Whether queue ``name`` exists on Artemis and how many messages it holds, asked of its
+    management address (``queue.NAME`` ``getMessageCount``, the reply to a dynamic receiver,
+    a temporary queue gone with the connection) without attaching to the queue, which would
+    create it. The user needs the ``manage`` permission; without it, or without an answer,
+    both are unknown."""
+    import proton
+
+    session = conn.conn.session()
+    session.open()
+    replies = session.receiver(f"msgcap-check-reply-{name}")
+    replies.source.dynamic = True
+    replies.open()
+    requests = session.sender(f"msgcap-check-request-{name}")
+    requests.target.address = ARTEMIS_MANAGEMENT
+    requests.open()
+    try:
+        conn._attached(replies, "a temporary queue for the management reply")
+        conn._attached(requests, ARTEMIS_MANAGEMENT)
+    except ConnectFailed as exc:
+        return QueueFacts(None, None, f"Artemis's management address: {exc.why}")
+    replies.flow(1)
+    request = proton.Message(body="[]", reply_to=replies.remote_source.address, properties={
+        "_AMQ_ResourceName": f"queue.{name}", "_AMQ_OperationName": "getMessageCount"})
+    failure = outcome(conn, requests.send(request), MANAGEMENT_TIMEOUT)
+    if failure is not None:
+        return QueueFacts(None, None, f"Artemis's management address: {failure}")
+    conn.wait_for(lambda: any(isinstance(m, Message) for m in conn.arrived), MANAGEMENT_TIMEOUT)
+    reply = next((m for m in conn.arrived if isinstance(m, Message)), None)
+    conn.arrived = []
+    if reply is None:
+        return QueueFacts(None, None, "Artemis's management address did not answer in "
+                                      f"{MANAGEMENT_TIMEOUT:.0f} s")
+    text = reply.body if isinstance(reply.body, str) else bytes(reply.body).decode(errors="replace")
+    if reply.headers.get("_AMQ_OperationSucceeded") == "true":
+        try:
+            [count] = json.loads(text)
+            return QueueFacts(True, int(count))
+        except (ValueError, TypeError):
+            return QueueFacts(True, None, f"Artemis's management address answered {text!r}")
+    if ARTEMIS_NOT_FOUND in text:
+        return QueueFacts(False, None)
+    return QueueFacts(None, None, f"Artemis's management address: {text}")

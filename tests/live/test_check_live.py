@@ -18,7 +18,8 @@ def test_check_subscribes_without_consuming_what_waits(work, broker, queue) -> N
     checked = work.msgcap("check", "--prop", str(work.prop), check=True)
     said = {"activemq": "whether it existed and how many messages wait is unknown: ActiveMQ/",
             "rabbitmq": "it exists; how many messages wait is unknown: RabbitMQ/",
-            "rabbitmq-amqp": "it exists, 1 message waiting"}[broker.kind + (
+            "rabbitmq-amqp": "it exists, 1 message waiting",
+            "artemis-amqp": "it exists, 1 message waiting"}[broker.kind + (
                 "-amqp" if broker.protocol == "amqp" else "")]
     assert (f"source {broker.url}: connected to " in checked.stdout
             and f"subscribed to {queue} ({said}" in checked.stdout
@@ -43,18 +44,37 @@ def test_check_refuses_a_selector_activemq_cannot_parse(work, broker, queue) -> 
 RABBITMQ = ("rabbitmq", "rabbitmq-amqp")
 
 
-@pytest.mark.parametrize("broker", RABBITMQ, indirect=True)
+@pytest.mark.parametrize("broker", (*RABBITMQ, "artemis-amqp"), indirect=True)
 def test_check_of_a_queue_that_does_not_exist_creates_none_and_says_so(work, broker,
                                                                         queue) -> None:
-    """A mistyped queue is one problem line, and RabbitMQ still has no such queue: STOMP's and
-    AMQP 1.0's ``/queue/NAME`` would have declared it (issue 33)."""
+    """A mistyped queue is one problem line, and the broker still has no such queue: RabbitMQ's
+    ``/queue/NAME`` (STOMP and AMQP 1.0) would have declared it, and Artemis creates a queue a
+    receiver attaches to (issue 33)."""
     work.properties(jms_url=broker.url, jms_destination=queue)
     done = work.msgcap("check", "--prop", str(work.prop))
     name = queue.removeprefix("/queue/")
+    product = "apache-activemq-artemis/2." if broker.kind == "artemis" else "RabbitMQ/3.10.8"
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.splitlines() == [
-        f"msgcap check: error: queue {name} does not exist on RabbitMQ/3.10.8 at {broker.url}"]
-    assert name not in broker.queues()
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"msgcap check: error: queue {name} does not exist on {product}")
+    assert line.endswith(f" at {broker.url}")
+    assert name not in _queues(broker)
+
+
+def _queues(broker) -> dict[str, int]:
+    """The broker's queues and the messages in each, as its own tools list them (rabbitmqctl,
+    Artemis's CLI over the core protocol), not through STOMP or AMQP, which may create one."""
+    if broker.kind != "artemis":
+        return {name: messages for name, (messages, _) in broker.queues().items()}
+    import subprocess
+
+    home = broker._script("home").strip()
+    done = subprocess.run([f"{home}/bin/artemis", "queue", "stat", "--silent", "--url",
+                           f"tcp://127.0.0.1:{broker.port}", "--maxColumnSize", "-1"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]]
+            for line in done.stdout.splitlines() if line.startswith("|")]
+    return {row[0]: int(row[3]) for row in rows[2:]}  # (two header lines)
 
 
 @pytest.mark.parametrize("broker", RABBITMQ, indirect=True)
