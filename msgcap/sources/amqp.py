@@ -914,7 +914,8 @@ class AmqpProbe(AmqpSource):
     tried once, without back-off."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["client_id"] = f"{kwargs.get('client_id', 'MSGCAP')}-check"
+        self.capture_id = kwargs.get("client_id", "MSGCAP")
+        kwargs["client_id"] = f"{self.capture_id}-check"
         super().__init__(*args, **kwargs)
 
     def probe(self) -> str:
@@ -938,24 +939,41 @@ class AmqpProbe(AmqpSource):
 
     def _look(self, conn: Connection, broker: Broker, endpoint: Endpoint) -> str:
         """Subscribe without creating anything, and say what the destination holds."""
-        facts = None
-        if broker.artemis and not self.topic:
-            facts = artemis_queue_facts(conn, queue_name(self.destination))
-            if facts.exists is False:
-                raise SourceError(f"queue {queue_name(self.destination)} does not exist on "
-                                  f"{broker.name} at {endpoint.url}")
+        said: list[str] = []
+        if broker.artemis:
+            facts, said = self._ask_artemis(conn, broker, endpoint)
             if facts.exists is None:  # an attach would create it if it does not exist
                 return f"not subscribed to {self.destination}: {facts}"
         receiver = self._subscribe(conn, broker, endpoint, durable=False, declare=False)
-        if facts is None and not self.topic:
+        if not self.topic and not broker.artemis:
             known = broker.rabbitmq4 or existing_node_of(self.destination, broker) is not None
-            facts = QueueFacts(True if known else None, drained_available(conn, receiver),
-                               f"{broker.name} does not say over AMQP 1.0")
-        said = [str(facts)] if facts is not None else []
+            said.append(str(QueueFacts(True if known else None, drained_available(conn, receiver),
+                                       f"{broker.name} does not say over AMQP 1.0")))
         if self.selector:
             said.append("jms.selector accepted")
         return (f"subscribed to {self.destination}" + (f" ({'; '.join(said)})" if said else "")
                 + "; disconnected, nothing consumed")
+
+    def _ask_artemis(self, conn: Connection, broker: Broker,
+                     endpoint: Endpoint) -> tuple[QueueFacts, list[str]]:
+        """What Artemis's management address says of the queue (or the topic's address, and
+        the capture's durable subscription, a queue named ``CONTAINER-ID.LINK-NAME``), and the
+        words for it; a queue or address that does not exist is one line."""
+        kind = "topic" if self.topic else "queue"
+        name = (self.destination.removeprefix("/topic/") if self.topic
+                else queue_name(self.destination))
+        facts = artemis_count(conn, f"address.{name}" if self.topic else f"queue.{name}",
+                              "getNumberOfMessages" if self.topic else "getMessageCount")
+        if facts.exists is False:
+            raise SourceError(f"{kind} {name} does not exist on {broker.name} at {endpoint.url}")
+        if not self.topic or facts.exists is None:
+            return facts, [str(facts)]
+        subscription = f"{self.capture_id}.{self.capture_id}"
+        held = artemis_count(conn, f"queue.{subscription}", "getMessageCount")
+        if held.exists is False:
+            return facts, ["it exists", f"no durable subscription {subscription} yet"]
+        return facts, ["it exists",
+                       f"durable subscription {subscription}: {str(held).removeprefix('it exists, ')}"]
 
 
 DRAIN_TIMEOUT = 2.0  # for the broker's answer to a drain without credit
@@ -992,20 +1010,21 @@ MANAGEMENT_TIMEOUT = 10.0
 ARTEMIS_NOT_FOUND = "AMQ229067"  # "Cannot find resource with name queue.NAME"
 
 
-def artemis_queue_facts(conn: Connection, name: str) -> QueueFacts:
-    """Whether queue ``name`` exists on Artemis and how many messages it holds, asked of its
-    management address (``queue.NAME`` ``getMessageCount``, the reply to a dynamic receiver,
-    a temporary queue gone with the connection) without attaching to the queue, which would
-    create it. The user needs the ``manage`` permission; without it, or without an answer,
-    both are unknown."""
+def artemis_count(conn: Connection, resource: str, operation: str) -> QueueFacts:
+    """Ask Artemis's management address for ``operation`` (a count) of ``resource``
+    (``queue.NAME``, ``address.NAME``) without attaching to it, which would create it: the
+    request carries ``_AMQ_ResourceName`` and ``_AMQ_OperationName``, the reply comes to a
+    dynamic receiver (a temporary queue, gone with the connection). Whether the resource
+    exists and the count; both unknown without an answer (the login needs the ``manage``
+    permission)."""
     import proton
 
     session = conn.conn.session()
     session.open()
-    replies = session.receiver(f"msgcap-check-reply-{name}")
+    replies = session.receiver(f"msgcap-check-reply-{resource}")
     replies.source.dynamic = True
     replies.open()
-    requests = session.sender(f"msgcap-check-request-{name}")
+    requests = session.sender(f"msgcap-check-request-{resource}")
     requests.target.address = ARTEMIS_MANAGEMENT
     requests.open()
     try:
@@ -1015,7 +1034,7 @@ def artemis_queue_facts(conn: Connection, name: str) -> QueueFacts:
         return QueueFacts(None, None, f"Artemis's management address: {exc.why}")
     replies.flow(1)
     request = proton.Message(body="[]", reply_to=replies.remote_source.address, properties={
-        "_AMQ_ResourceName": f"queue.{name}", "_AMQ_OperationName": "getMessageCount"})
+        "_AMQ_ResourceName": resource, "_AMQ_OperationName": operation})
     failure = outcome(conn, requests.send(request), MANAGEMENT_TIMEOUT)
     if failure is not None:
         return QueueFacts(None, None, f"Artemis's management address: {failure}")

@@ -114,3 +114,43 @@ def _produce_transient(broker, queue: str, bodies: list[str]) -> None:
         conn.send(queue, body, headers={"durable": "false", "exclusive": "false",
                                         "auto-delete": "false", "receipt": f"sent-{body}"})
     conn.disconnect(receipt="bye")
+
+
+def test_check_of_an_artemis_topic_creates_no_address_and_counts_the_subscription(
+        work, artemis_amqp) -> None:
+    """A topic whose address does not exist is one problem line, and Artemis still has no such
+    address; once ``msgcap run`` made its durable subscription, check counts what waits in it."""
+    import uuid
+
+    from tests import jms_clients
+
+    broker = artemis_amqp
+    if not broker.running():  # a test that stopped it and failed before restarting it
+        broker.start()
+    topic = f"/topic/test-{uuid.uuid4().hex}"
+    name = topic.removeprefix("/topic/")
+    work.properties(jms_url=broker.url, jms_destination=topic)
+    done = work.msgcap("check", "--prop", str(work.prop))
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"msgcap check: error: topic {name} does not exist on "
+                           "apache-activemq-artemis/2.") and line.endswith(f" at {broker.url}")
+    assert name not in _addresses(broker)
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    jms_clients.send(broker.url, topic, [work.body(i) for i in (1, 2, 3)])
+    checked = work.msgcap("check", "--prop", str(work.prop), check=True)
+    assert (f"subscribed to {topic} (it exists; durable subscription SALES.SALES: 3 messages "
+            "waiting); disconnected, nothing consumed") in checked.stdout, checked.stdout
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    assert work.seqids() == [f"{i:010d}" for i in (1, 2, 3)]
+
+
+def _addresses(broker) -> list[str]:
+    """Artemis's addresses as its own CLI lists them over the core protocol."""
+    import subprocess
+
+    home = broker._script("home").strip()
+    done = subprocess.run([f"{home}/bin/artemis", "address", "show", "--silent", "--url",
+                           f"tcp://127.0.0.1:{broker.port}"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout.split()
