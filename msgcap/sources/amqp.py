@@ -21,14 +21,23 @@ dead letters.
   ``queue`` or ``topic`` says which, as Qpid JMS sends it. A topic is a durable subscription:
   container id and link name ``trail.extract``, terminus durable with expiry ``never``; a
   connection closed (not the link) keeps it.
-* Bodies without guessing: a ``data`` section and an ``amqp-value`` binary are bytes, an
-  ``amqp-value`` string is text, no body is empty bytes; anything else (a sequence, a map, a
-  number) is ``Unreadable``. Headers are named as on STOMP (``HEADERS``) so that ``$JMSMessageID``
-  and ``jms.id`` resolve through the same table (``props.expr.JMS_HEADERS``).
+* Bodies as AMQP 1.0 §3.2 defines them, without guessing: the data sections joined are bytes,
+  text in its charset when ``content-type`` is ``text/*`` (``text_charset``, as on STOMP); an
+  ``amqp-value`` binary is bytes, an ``amqp-value`` string text, no body (or an ``amqp-value``
+  null) empty bytes. Anything else (a sequence, a map, a number), text that does not decode and
+  a payload that is no AMQP message are ``Unreadable``, keeping the body in another form (the
+  encoded body sections, the payload as it came; ``BODY_KIND`` names it) for the discard record
+  or dead letter. proton keeps only the last of several data sections and decodes anything as a
+  message, so ``body_of`` reads the framing: the usual shapes (one data section, an
+  ``amqp-value``) are told from a few bytes, the others walked section by section. Headers are
+  named as on STOMP (``HEADERS``) so that ``$JMSMessageID`` and ``jms.id`` resolve through the
+  same table (``props.expr.JMS_HEADERS``).
 * ``jms.maxbytes``: the receiver asks for a max-message-size of ``jms.maxbytes`` +
-  ``HEADER_BYTES``, so a conforming broker refuses a larger message before sending it; one that
-  arrives all the same is read whole by proton, and a body over the limit is ``Unreadable`` with
-  an empty body (the core's ``_over_limit``).
+  ``HEADER_BYTES``, so a conforming broker refuses a larger message before sending it. One that
+  sends it all the same is read as it comes (``Arriving``): its first ``jms.maxbytes`` +
+  ``HEADER_BYTES`` bytes are kept, the rest counted and dropped, and it is ``Unreadable`` with
+  the headers it holds and an empty body (``oversized_of``); a body over the limit in a smaller
+  transfer is the same.
 * Failures: a refused login (SASL) or certificate stops capture with one line; anything else
   (refused connection, lost connection, a detached link) is retried by the core. After a failed
   TLS connection ``msgcap.sources.tls.diagnose`` says why; a certificate only proton refuses is
