@@ -690,6 +690,11 @@ class Connection:
         if not link.is_receiver or not delivery.readable:
             return  # a sender's delivery (its outcome is looked at where it is awaited), or
             # news of one read already
+        if delivery.aborted:  # the broker gave up sending it: nothing to capture; settled
+            self._arriving = None  # by us, it gives back the credit it took (AMQP 1.0 §2.6.14)
+            delivery.settle()
+            link.flow(1)
+            return
         data = link.recv(delivery.pending) or b""
         arriving = self._arriving
         if delivery.partial:
