@@ -60,7 +60,7 @@ def data_section(data: bytes) -> bytes:
     return b"\x00Su\xb0" + len(data).to_bytes(4) + data
 
 
-def huge_message(size: int, message_id: str = "huge-1") -> Stream:
+def huge_message(size: int, message_id: str = "ID:huge-1") -> Stream:
     """A valid message with one data section of ``size`` bytes."""
     head = encoded(Message(id=message_id, durable=True)) + b"\x00Su\xb0" + size.to_bytes(4)
     return Stream(head, len(head) + size)
@@ -197,7 +197,7 @@ def main(argv: list[str]) -> None:
     port, scenario, size, after = int(argv[0]), argv[1], int(argv[2]), argv[3]
     if scenario != "huge":
         raise SystemExit(f"unknown scenario {scenario}")
-    peer = _Peer(port, [huge_message(size), data_message(after.encode(), message_id="after-1")])
+    peer = _Peer(port, [huge_message(size), data_message(after.encode(), message_id="ID:after-1")])
     Container(peer).run()
 
 

@@ -83,9 +83,9 @@ def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
 def test_a_transfer_the_broker_aborts_is_dropped_and_gives_its_credit_back() -> None:
     """A broker that aborts a large delivery half way (AMQP 1.0 §2.6.14): what came of it is
     dropped, nothing is captured of it, and with jms.prefetch=1 the next messages still come."""
-    head = huge_message(3_000_000, "aborted-1")
+    head = huge_message(3_000_000, "ID:aborted-1")
     transfers = [Stream(head.head, head.size, abort_after=2_000_000),
-                 data_message(b"next", message_id="m2"), data_message(b"last", message_id="m3")]
+                 data_message(b"next", message_id="ID:m2"), data_message(b"last", message_id="ID:m3")]
     with FakeBroker(_free_port(), transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=1, max_bytes=1_000_000)
         src.open()
@@ -96,7 +96,7 @@ def test_a_transfer_the_broker_aborts_is_dropped_and_gives_its_credit_back() -> 
                 for message in src.receive_many(0.2):
                     got.append(message)
                     src.ack([message])
-            assert [(m.id, m.body) for m in got] == [("m2", b"next"), ("m3", b"last")]
+            assert [(m.id, m.body) for m in got] == [("ID:m2", b"next"), ("ID:m3", b"last")]
         finally:
             src.close()
 
@@ -174,9 +174,9 @@ def test_a_message_far_over_the_max_message_size_is_never_held(work: Work) -> No
     assert work.seqids() == ["0000000001"]
     (record,) = [json.loads(line) for line in
                  (work.root / "dirrpt" / "msgcap.dsc").read_text().splitlines()]
-    assert record["source"] == "huge-1" and record["position"] == "jms.maxbytes"
+    assert record["source"] == "ID:huge-1" and record["position"] == "jms.maxbytes"
     assert f"message of {size} bytes exceeds jms.maxbytes={1 << 20}" in record["error"]
-    assert record["message"]["body_b64"] == "" and record["message"]["id"] == "huge-1"
+    assert record["message"]["body_b64"] == "" and record["message"]["id"] == "ID:huge-1"
 
 
 def _listening(port: int) -> bool:
