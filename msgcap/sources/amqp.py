@@ -291,7 +291,7 @@ SECTION_NAMES = {b"amqp:header:list": 0x70, b"amqp:delivery-annotations:map": 0x
                  b"amqp:footer:map": FOOTER}
 SHORT_DATA = b"\x00Su"  # a data section's head as every client writes it (smallulong descriptor)
 # A body section's descriptor in any form (smallulong, ulong, symbol), or bytes that may be one.
-BODY_DESCRIPTOR = re.compile(rb"\x00S[u-w]|\x80\x00{7}[u-w]|amqp:")
+BODY_DESCRIPTOR = re.compile(rb"\x00S[u-w]|\x80\x00{7}[u-w]|amqp:(?:data:|amqp-)")
 FIXED_WIDTHS = (0, 1, 2, 4, 8, 16)  # of the format codes 0x4_ to 0x9_ (AMQP 1.0 §1.6)
 # The header of a message msgcap could not capture whose body is kept in another form: the encoded
 # body sections (an ``amqp-value`` map...), or the transfer's payload as it came.
