@@ -440,7 +440,12 @@ def body_of(msg: proton.Message, payload: bytes, content_type: str | None) -> st
 
 def _text_or_bytes(data: bytes, content_type: str | None) -> str | bytes:
     """A data body: text in its charset when ``content_type`` is ``text/*`` (as on STOMP), else
-    the bytes; ``Uncaptured`` when the charset is unknown or the bytes are not such text."""
+    the bytes; ``Uncaptured`` when the charset is unknown or the bytes are not such text, and
+    for a serialized Java object (a JMS ObjectMessage: no record, whatever its bytes)."""
+    if content_type == SERIALIZED_OBJECT:
+        raise Uncaptured(f"AMQP body is a serialized Java object (content-type {content_type}, "
+                         "a JMS ObjectMessage): only records can be captured", data,
+                         f"data section, {SERIALIZED_OBJECT}")
     charset = text_charset(content_type) if content_type else None
     if charset is None:
         return data
