@@ -14,6 +14,9 @@ shows only now and then, each switched on by a keyword:
 
 What it did is in ``accepted`` (message ids, in order), ``dead_letters`` (bodies accepted on any
 other address) and ``connections`` (how many were accepted).
+
+``tests.fake_amqp_peer`` plays a broker whose transfers misbehave (bodies, aborts, sizes); this
+one a broker whose connection and settlement do.
 """
 
 from __future__ import annotations
