@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from parsers.model import Message
 from props.errors import MessageError, MsgcapError, PropertyError
-from props.expr import JMS_HEADERS
+from props.jmsnames import header_key, header_text
 from props.text import quoted, shown
 
 IdFunction = Callable[[Message], str]
@@ -64,20 +64,12 @@ def id_function(mode: str) -> IdFunction:
 
 
 def header_value(message: Message, name: str) -> str | None:
-    """A JMS property by name (§2.2): standard JMS names mapped, else exact then any case."""
-    headers = message.headers
-    stomp = JMS_HEADERS.get(name.lower())
-    if stomp is not None:
-        value = headers.get(stomp)
-        if value is None and stomp == "message-id":
-            return message.id  # dumps and spool files carry the source id outside the headers
-        return value
-    value = headers.get(name)
-    if value is None:
-        upper = name.upper()
-        for key, v in headers.items():
-            if key.upper() == upper:
-                return v
+    """A JMS header field or property by name (the table of ``props.jmsnames``); dumps and
+    spool files carry the source id outside the headers."""
+    key = header_key(name)
+    value = header_text(message.headers, key)
+    if value is None and key == "message-id":
+        return message.id
     return value
 
 

@@ -18,7 +18,6 @@ from parsers.opmap import optype_codes, optype_mapper, txind_codes, txind_mapper
 from parsers.timefmt import compile_format
 from props.errors import MessageError, PropertyError
 from props.expr import (
-    JMS_HEADERS,
     Const,
     Expr,
     Field,
@@ -28,6 +27,7 @@ from props.expr import (
     SysTs,
     SysTxid,
 )
+from props.jmsnames import header_key, header_text
 from props.settings import ParserCommon
 from props.text import quoted
 
@@ -62,22 +62,6 @@ class FieldIndex:
 
     def __contains__(self, name: str) -> bool:
         return self.get(name) is not None
-
-
-def jms_header_name(name: str) -> str:
-    """The STOMP header a ``$NAME`` reads: the §2.2 mapping of JMS standard names, else NAME."""
-    return JMS_HEADERS.get(name.lower(), name)
-
-
-def header_value(headers: Mapping[str, str], name: str) -> str | None:
-    """A header looked up exactly, then case-insensitively; None when absent."""
-    value = headers.get(name)
-    if value is None:
-        lower = name.lower()
-        for key, candidate in headers.items():
-            if key.lower() == lower:
-                return candidate
-    return value
 
 
 def describe(expr: Expr) -> str:
@@ -127,13 +111,13 @@ def compile_value(expr: Expr, fields: FieldIndex | None, *, prop: str,
             return value
         return field_value
     if isinstance(expr, JmsProp):
-        name = jms_header_name(expr.name)
+        name = header_key(expr.name)
         if not required:
-            return lambda message, values: header_value(message.headers, name)
+            return lambda message, values: header_text(message.headers, name)
         what = f"no value for {prop} (header {name} is absent)"
 
         def prop_value(message: Message, values: Fields) -> str:
-            value = header_value(message.headers, name)
+            value = header_text(message.headers, name)
             if value is None:
                 raise MessageError(what)
             return value
@@ -151,7 +135,7 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
     if isinstance(expr, SysTs):
         return lambda message, values, now: now
     text_of = compile_value(expr, fields, prop=prop, required=True)
-    if isinstance(expr, JmsProp) and jms_header_name(expr.name).lower() == _TIMESTAMP_HEADER:
+    if isinstance(expr, JmsProp) and header_key(expr.name).lower() == _TIMESTAMP_HEADER:
         def millis(message: Message, values: Fields, now: int) -> int:
             text = text_of(message, values) or ""
             try:

@@ -24,19 +24,6 @@ _FORM_TEXT = {
 }
 _FORM_ORDER = (FIELD, XPATH, JMSPROP, JMSID, TS, SEQID, TXID, CONST)
 
-# JMS standard names and the STOMP headers ActiveMQ delivers them as (properties.md §2.2).
-JMS_HEADERS: dict[str, str] = {
-    "jmsmessageid": "message-id",
-    "jmstimestamp": "timestamp",
-    "jmscorrelationid": "correlation-id",
-    "jmstype": "type",
-    "jmspriority": "priority",
-    "jmsexpiration": "expires",
-    "jmsreplyto": "reply-to",
-    "jmsdestination": "destination",
-    "jmsredelivered": "redelivered",
-    "jmsdeliverymode": "persistent",
-}
 
 _FIELD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.#$@]*\Z")
 _JMSPROP_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_.\-:]*)\Z")
@@ -69,11 +56,6 @@ class JmsProp(Expr):
 
     kind: ClassVar[str] = JMSPROP
     name: str
-
-    @property
-    def header(self) -> str | None:
-        """The STOMP header of a JMS standard name (§2.2), else None (look ``name`` up as is)."""
-        return JMS_HEADERS.get(self.name.lower())
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,6 @@ import ipaddress
 import logging
 import ssl
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +57,8 @@ from msgcap.sources.broker import (
     Lost,
     endpoints_of,
 )
+from msgcap.sources.jmstext import correlation_id_text, id_object, java_text, message_id_text
+from msgcap.sources.stomp import text_charset
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from msgcap.tally import Tally
 from parsers.model import Message
@@ -66,9 +67,12 @@ from props.errors import MessageError, PropertyError, SourceError
 try:  # the optional amqp extra: without it, amqp:// is one line saying how to install it
     import proton
     from cproton import (  # type: ignore[import-untyped]
+        pn_message_get_content_type,
         pn_message_get_creation_time,
         pn_message_get_delivery_count,
         pn_message_get_expiry_time,
+        pn_message_get_group_id,
+        pn_message_get_group_sequence,
     )
 except ImportError:
     raise SourceError("amqp:// and amqps:// need the AMQP 1.0 client, python-qpid-proton: "
@@ -87,7 +91,9 @@ SELECTOR_KEY = "jms-selector"
 # Headers a broker sets or that describe one delivery: not sent as application properties.
 NOT_SENT = frozenset(("message-id", "correlation-id", "destination", "timestamp", "redelivered",
                       "expires", "persistent", "priority", "type", "reply-to", "subscription",
-                      "ack", "content-length", "receipt", "transaction"))
+                      "ack", "content-length", "receipt", "transaction", "content-type",
+                      "message-type", "jmsxdeliverycount", "jmsxgroupid", "jmsxgroupseq",
+                      "jmsxuserid"))
 # The longest wait in proton's select before ``_wait`` looks whether it was interrupted.
 SLICE = 0.25
 SEND_WINDOW = 500  # messages msgcap send leaves unconfirmed at most
@@ -176,42 +182,28 @@ def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Nod
 
 # -- message conversion ---------------------------------------------------------------------------
 
-def id_text(value: Any) -> str:
-    """A message-id or correlation-id as JMS sees it (Qpid JMS): a string as is, a number
-    ``ID:AMQP_ULONG:n``, a UUID ``ID:AMQP_UUID:...``, binary ``ID:AMQP_BINARY:HEX``."""
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, uuid.UUID):
-        return f"ID:AMQP_UUID:{value}"
-    if isinstance(value, (bytes, memoryview)):
-        return f"ID:AMQP_BINARY:{bytes(value).hex().upper()}"
-    return f"ID:AMQP_ULONG:{value}"
-
-
-def property_text(value: Any) -> str:
-    """An application property's value as text: ``true``/``false``, numbers as Python writes
-    them, binary as hex, ``null`` as the empty string."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (bytes, memoryview)):
-        return bytes(value).hex()
-    return str(value)
+# x-opt-jms-msg-type (Qpid JMS, Artemis): the JMS message class a producer sent.
+JMS_MESSAGE_TYPES = ("Message", "ObjectMessage", "MapMessage", "BytesMessage", "StreamMessage",
+                     "TextMessage")
+SERIALIZED_OBJECT = "application/x-java-serialized-object"
 
 
 def headers_of(msg: proton.Message) -> dict[str, str]:
-    """A received message's header fields and application properties, named as on STOMP
-    (the table in docs/guide.md "AMQP 1.0")."""
+    """A received message's header fields and properties under the names of
+    ``props.jmsnames`` and as a JMS consumer reads them (the OASIS AMQP JMS Mapping:
+    ``msgcap.sources.jmstext``); a null property is left out, as JMS has no value for it."""
     handle = msg._msg  # the times in ms as sent (proton's properties turn them into float s)
     headers = {}
-    if msg.properties:
-        for key, value in msg.properties.items():
-            headers[str(key)] = property_text(value)
+    properties = msg.properties
+    if properties:
+        for key, value in properties.items():
+            text = value if type(value) is str else java_text(value)
+            if text is not None:
+                headers[str(key)] = text
     if msg.id is not None:
-        headers["message-id"] = id_text(msg.id)
+        headers["message-id"] = message_id_text(msg.id)
     if msg.correlation_id is not None:
-        headers["correlation-id"] = id_text(msg.correlation_id)
+        headers["correlation-id"] = correlation_id_text(msg.correlation_id)
     created = pn_message_get_creation_time(handle)
     if created:
         headers["timestamp"] = str(created)
@@ -229,9 +221,46 @@ def headers_of(msg: proton.Message) -> dict[str, str]:
         headers["destination"] = msg.address
     if msg.reply_to is not None:
         headers["reply-to"] = msg.reply_to
-    if pn_message_get_delivery_count(handle) > 0:
-        headers["redelivered"] = "true"
+    deliveries = pn_message_get_delivery_count(handle)
+    headers["redelivered"] = "true" if deliveries else "false"
+    headers["JMSXDeliveryCount"] = str(deliveries + 1)
+    group = pn_message_get_group_id(handle)
+    if group is not None:
+        headers["JMSXGroupID"] = group
+        sequence = pn_message_get_group_sequence(handle)
+        if sequence:  # 0 is no sequence (Qpid JMS)
+            headers["JMSXGroupSeq"] = str(sequence)
+    user = msg.user_id
+    if user:
+        headers["JMSXUserID"] = bytes(user).decode("utf-8", "replace")
+    content_type = pn_message_get_content_type(handle)
+    if content_type:
+        headers["content-type"] = content_type
+    headers["message-type"] = message_type(msg, annotations.get("x-opt-jms-msg-type"),
+                                           content_type)
     return headers
+
+
+def message_type(msg: proton.Message, annotated: Any, content_type: str | None) -> str:
+    """The JMS message class: the producer's ``x-opt-jms-msg-type``, else what Qpid JMS makes
+    of the body (AmqpJmsMessageBuilder): text or bytes by section and content type, a map
+    ``MapMessage``, a list ``StreamMessage``, any other value ``ObjectMessage``."""
+    if isinstance(annotated, int) and 0 <= annotated < len(JMS_MESSAGE_TYPES):
+        return JMS_MESSAGE_TYPES[annotated]
+    body: Any = msg.body
+    if body is None or isinstance(body, (bytes, memoryview)):
+        if content_type == SERIALIZED_OBJECT:
+            return "ObjectMessage"
+        if content_type and text_charset(content_type) is not None:
+            return "TextMessage"
+        return "BytesMessage" if msg.inferred or body is not None else "Message"
+    if isinstance(body, str):
+        return "TextMessage"
+    if isinstance(body, dict):
+        return "MapMessage"
+    if isinstance(body, list):
+        return "StreamMessage"
+    return "ObjectMessage"
 
 
 def body_of(msg: proton.Message) -> str | bytes | None:
@@ -278,7 +307,8 @@ def message_of(msg: proton.Message, ack: Any, max_bytes: int) -> Message | Unrea
 def amqp_message(message: Message, extra: dict[str, str] | None = None) -> proton.Message:
     """What msgcap publishes for ``message``: bytes as a data section, text as an
     ``amqp-value`` string, headers as application properties except those a broker sets
-    (``NOT_SENT``), ``message-id`` and ``correlation-id`` in their fields, durable unless
+    (``NOT_SENT``), the ids, type, group and content type in their fields (ids as
+    ``id_object`` gives them, so that they read back alike), durable unless
     ``persistent: false``."""
     import proton
 
@@ -292,9 +322,20 @@ def amqp_message(message: Message, extra: dict[str, str] | None = None) -> proto
     out.inferred = not isinstance(body, str)  # bytes: a data section
     out.durable = headers.get("persistent", "true").strip().lower() != "false"
     if "message-id" in headers:
-        out.id = headers["message-id"]
+        out.id = id_object(headers["message-id"])
     if "correlation-id" in headers:
-        out.correlation_id = headers["correlation-id"]
+        out.correlation_id = id_object(headers["correlation-id"])
+    if "type" in headers:
+        out.subject = headers["type"]
+    if headers.get("priority", "").isdigit():
+        out.priority = min(int(headers["priority"]), 255)
+    if "JMSXGroupID" in headers:
+        out.group_id = headers["JMSXGroupID"]
+        sequence = headers.get("JMSXGroupSeq", "")
+        if sequence.isdigit():
+            out.group_sequence = int(sequence)
+    if "content-type" in headers:
+        out.content_type = headers["content-type"]
     return out
 
 

@@ -706,7 +706,8 @@ def confirmed(conn: Any, listener: _Listener, send: Callable[[str], None]) -> st
 
 # Headers a broker sets itself, or that describe a delivery rather than the message: not sent.
 _NOT_SENT = frozenset(("message-id", "destination", "timestamp", "redelivered", "subscription",
-                       "ack", "content-length", "receipt", "transaction", "expires"))
+                       "ack", "content-length", "receipt", "transaction", "expires",
+                       "message-type", "jmsxdeliverycount", "jmsxuserid"))
 
 
 def frame_of(message: Any) -> tuple[bytes, dict[str, str]]:

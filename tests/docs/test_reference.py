@@ -195,3 +195,27 @@ def test_index_links_every_document():
 def test_nothing_points_outside_the_repository(path):
     text = path.read_text(encoding="utf-8")
     assert "../shared" not in text and "/work/" not in text
+
+
+def test_the_table_of_jms_names_is_the_one_documented():
+    """docs/properties.md §2.2 has one row per row of props.jmsnames.TABLE, with its names,
+    its header, and the value JMS gives a field the transport leaves out."""
+    from props.jmsnames import TABLE
+
+    documented = {}
+    for header, rows in tables(REFERENCE.read_text()):
+        if header[:2] == ["JMS name in expressions", "Header"]:
+            for row in rows:
+                heads = code_spans(row.cells["Header"])
+                if heads:
+                    documented[heads[0]] = row.cells
+    for entry in TABLE:
+        cells = documented.pop(entry.header, None)
+        assert cells is not None, f"{entry.header} is not in docs/properties.md §2.2"
+        names = code_spans(cells["JMS name in expressions"])
+        assert all(name in names for name in entry.names), (entry.names, names)
+        if entry.absent is not None:
+            value = cells["Value"]
+            assert f"`{entry.absent}` when absent" in value or (
+                f"`{entry.absent}`" in value and "also when absent" in value), value
+    assert not documented, f"rows of §2.2 that props.jmsnames lacks: {sorted(documented)}"

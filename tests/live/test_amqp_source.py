@@ -92,6 +92,11 @@ def _drain(src: AmqpSource, n: int, timeout: float = 20) -> list[Message | Unrea
     return got
 
 
+def no_prefix(raw: str) -> str:
+    """The JMSMessageID of a string message-id sent without ``ID:`` (OASIS AMQP JMS Mapping)."""
+    return f"ID:AMQP_NO_PREFIX:{raw}"
+
+
 def _no_more(src: AmqpSource, seconds: float = 1.0) -> bool:
     return not src.receive_many(seconds)
 
@@ -160,7 +165,7 @@ def test_accepted_only_after_ack_and_close_releases(amqp, queue) -> None:
     src.open()
     try:
         again = _drain(src, 2)
-        assert [m.id for m in again] == ["id-2", "id-3"]  # type: ignore[union-attr]
+        assert [m.id for m in again] == [no_prefix("id-2"), no_prefix("id-3")]  # type: ignore[union-attr]
         assert _no_more(src)
         src.ack(again)  # type: ignore[arg-type]
     finally:
@@ -245,7 +250,7 @@ def test_dead_letter_confirmed_before_the_original_is_accepted(amqp, queue) -> N
     try:
         (letter,) = _drain(src, 1)
         assert isinstance(letter, Message) and letter.body == b"\xc3\xa9"
-        assert letter.headers["TableName"] == "T" and letter.id == "bad-1"
+        assert letter.headers["TableName"] == "T" and letter.id == no_prefix("bad-1")  # the same id, sent back
         assert letter.headers["msgcap-error"] == "no such table"
         assert letter.headers["msgcap-error-position"] == "line 1"
         assert letter.headers["msgcap-source-destination"] == queue
@@ -264,7 +269,7 @@ def test_dead_letter_refused_leaves_the_original(amqp, queue) -> None:
     src.open()
     try:
         (bad,) = _drain(src, 1)
-        with pytest.raises(SourceError, match="did not confirm message p-1.*stays on the queue"):
+        with pytest.raises(SourceError, match="did not confirm message ID:AMQP_NO_PREFIX:p-1.*stays on the queue"):
             src.dead_letters(f"/exchange/missing-{uuid.uuid4().hex}").write(
                 bad, MessageError("bad"))  # type: ignore[arg-type]
     finally:
@@ -272,7 +277,7 @@ def test_dead_letter_refused_leaves_the_original(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        assert [m.id for m in _drain(src, 1)] == ["p-1"]  # type: ignore[union-attr]
+        assert [m.id for m in _drain(src, 1)] == [no_prefix("p-1")]  # type: ignore[union-attr]
     finally:
         src.close()
 
@@ -394,7 +399,7 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        assert [m.id for m in _drain(src, 1)] == ["s-1"]  # type: ignore[union-attr]
+        assert [m.id for m in _drain(src, 1)] == [no_prefix("s-1")]  # type: ignore[union-attr]
     finally:
         src.close()
     work.properties(jms_url=amqp, jms_destination=queue, jms_selector="a = 1")
@@ -417,7 +422,7 @@ def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> 
     assert [s for s, _, _ in work.trail()] == [f"{i:010d}" for i in range(1, 301)]
     (record,) = [json.loads(line) for line in
                  (work.root / "dirrpt" / "msgcap.dsc").read_text().splitlines()]
-    assert "amqp-value map" in record["error"] and record["message"]["id"] == "poison-1"
+    assert "amqp-value map" in record["error"] and record["message"]["id"] == no_prefix("poison-1")
     again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 0" in again.stdout
 

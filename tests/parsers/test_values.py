@@ -10,11 +10,10 @@ from parsers.values import (
     compile_table,
     compile_timestamp,
     compile_value,
-    header_value,
-    jms_header_name,
 )
 from props.errors import MessageError, PropertyError
 from props.expr import Const, Field, JmsId, JmsProp, SysSeqid, SysTs, SysTxid, normalize_field
+from props.jmsnames import header_key, header_text
 from props.settings import DelimSettings, OptypeValues, TxindValues
 
 MSG = Message("ID:42", headers={"message-id": "ID:host-1:1:1:1:1", "timestamp": "1709288130123",
@@ -23,19 +22,31 @@ MSG = Message("ID:42", headers={"message-id": "ID:host-1:1:1:1:1", "timestamp": 
 
 
 def test_jms_standard_names_map_to_stomp_headers():
-    assert jms_header_name("JMSMessageID") == "message-id"
-    assert jms_header_name("jmstimestamp") == "timestamp"
-    assert jms_header_name("JMSTimeStamp") == "timestamp"
-    assert jms_header_name("JMSDeliveryMode") == "persistent"
-    assert jms_header_name("JMSTxId") == "JMSTxId"
+    assert header_key("JMSMessageID") == "message-id"
+    assert header_key("jmstimestamp") == "timestamp"
+    assert header_key("JMSTimeStamp") == "timestamp"
+    assert header_key("JMSDeliveryMode") == "persistent"
+    assert header_key("JMSXGroupID") == "JMSXGroupID"
+    assert header_key("JMSTxId") == "JMSTxId"
 
 
 def test_header_lookup_is_exact_then_case_insensitive():
     headers = {"Table": "exact", "TABLE": "upper"}
-    assert header_value(headers, "TABLE") == "upper"
-    assert header_value(headers, "Table") == "exact"
-    assert header_value({"TableName": "x"}, "tablename") == "x"
-    assert header_value({}, "x") is None
+    assert header_text(headers, "TABLE") == "upper"
+    assert header_text(headers, "Table") == "exact"
+    assert header_text({"TableName": "x"}, "tablename") == "x"
+    assert header_text({}, "x") is None
+
+
+def test_a_field_the_transport_leaves_out_reads_as_jms_returns_it():
+    """getJMSRedelivered() is false and getJMSExpiration() 0 when ActiveMQ's STOMP frame or a
+    spool file has no such header; a property of the producer's has no such default."""
+    message = Message("m1", headers={"priority": "4"})
+    assert compile_value(JmsProp("JMSRedelivered"), None, prop="p")(message, []) == "false"
+    assert compile_value(JmsProp("JMSExpiration"), None, prop="p")(message, []) == "0"
+    assert compile_value(JmsProp("JMSXGroupID"), None, prop="p")(message, []) is None
+    redelivered = Message("m2", headers={"redelivered": "true"})
+    assert compile_value(JmsProp("jmsredelivered"), None, prop="p")(redelivered, []) == "true"
 
 
 def test_value_kinds():

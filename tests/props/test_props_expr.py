@@ -69,13 +69,6 @@ def test_field_key_is_normalised():
     assert Field("Hdr-Source-DB-Rec-Id").key == "HDR_SOURCE_DB_REC_ID"
 
 
-def test_jmsprop_resolves_standard_names():
-    assert JmsProp("JMSTimeStamp").header == "timestamp"
-    assert JmsProp("jmsmessageid").header == "message-id"
-    assert JmsProp("JMSDeliveryMode").header == "persistent"
-    assert JmsProp("JMSTxId").header is None
-
-
 @pytest.mark.parametrize("value, allowed, fragment", [
     ("*ts", frozenset({FIELD, JMSPROP, TXID}), "expected a header field name, $property or *txid"),
     ("*seqid", frozenset({FIELD, JMSPROP, TS}), "'*seqid' is not an accepted form"),
