@@ -276,6 +276,18 @@ def test_sourcedefs_columns_hold_any_characters_of_their_page(data, work: Path) 
         check(defs, named, raw, want)
 
 
+@pytest.mark.parametrize("page", ["latin-1", "cp037"])
+def test_a_byte_record_ending_in_a_line_feed_keeps_it(work: Path, page: str) -> None:
+    """Sourcedefs mode decodes a byte body whole: its last byte is data even when it is LF
+    (0x0A, or 0x25 in EBCDIC); only a text body's line end is dropped. Was cut, "the message
+    ends ... inside the field"."""
+    note = "y" * 39 + "\n"
+    body = code_page(page).encode(f"INAT.PEOPLEÄÖÜäöüßéèà    ß   {note}")[0]
+    assert body[-1:] == (b"\x25" if page == "cp037" else b"\x0a")
+    defs, named, raw = run(work, SOURCEDEFS_PROPS.format(work=work, page=page), [body])
+    check(defs, named, raw, [{"NAME": NATIONAL, "INITIAL": "ß", "NOTE": note}])
+
+
 # Any character but a surrogate, the quote, the delimiters and the null indicator: in a
 # delimited message every other character is text.
 UNICODE = st.characters(blacklist_categories=("Cs",), blacklist_characters='",\n\r\x01')
