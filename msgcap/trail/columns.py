@@ -250,11 +250,14 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
             lines += [f"if type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})", null, missing,
                       "else: return None"]
         elif t == CHAR:
-            lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode()",
-                      f" if len(b{i}) != {n} or len(v{i}) != {n}:",
-                      f"  if len(b{i}) > {n} or len(b{i}) != len(v{i}): return None",
-                      f"  b{i} = b{i}.ljust({n})", f" h{i} = C{i}", null, missing,
-                      "else: return None"]
+            # n bytes for n characters: padding bytes is padding characters (the per-column
+            # path drops the blanks a wider character needs); wider columns take ASCII only
+            wider = col.external_length != n
+            differs = f"len(b{i}) != {n}" + (f" or len(v{i}) != {n}" if wider else "")
+            over = f"len(b{i}) > {n}" + (f" or len(b{i}) != len(v{i})" if wider else "")
+            lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode()", f" if {differs}:",
+                      f"  if {over}: return None", f"  b{i} = b{i}.ljust({n})",
+                      f" h{i} = C{i}", null, missing, "else: return None"]
         elif t == DATETIME:
             lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode('ascii')",
                       f" if len(b{i}) != {n}: return None", f" h{i} = C{i}", null, missing,

@@ -18,6 +18,7 @@ from gendef.model import (
     datetime_column,
     number_column,
     number_text_column,
+    sized_text,
     varchar_column,
 )
 from msgcap.trail.encoder import TrailEncoder
@@ -73,12 +74,17 @@ def outcome(fn, *args, **kw) -> bytes | tuple[str, str]:
 
 @st.composite
 def columns(draw, name: str) -> Column:
-    kind = draw(st.sampled_from(["char", "varchar", "numtext", "number", "date", "int", "long"]))
+    kind = draw(st.sampled_from(["char", "varchar", "numtext", "number", "date", "int", "long",
+                                 "wide"]))
     key = draw(st.booleans())
     if kind == "char":
         return char_column(name, draw(st.integers(1, 20)), key)
     if kind == "varchar":
         return varchar_column(name, draw(st.sampled_from([1, 5, 40, 255, 256, 4000])), key)
+    if kind == "wide":  # n characters of 2 to 4 UTF-8 bytes (source-definitions.md §6.3)
+        text = draw(st.sampled_from([char_column, varchar_column]))(
+            name, draw(st.integers(1, 20)), key)
+        return sized_text(text, draw(st.integers(2, 4)))
     if kind == "numtext":
         return number_text_column(name, 40, key)
     if kind == "number":
@@ -104,6 +110,8 @@ def good(draw, col: Column) -> Any:
     """A common-case value (the generated path takes it), None or MISSING."""
     t, n = col.type_code, col.external_length
     pick = draw(st.integers(0, 7))
+    if t == 0:
+        n = col.characters
     if pick < 2:
         return (None, MISSING)[pick]
     if t == 0:
@@ -224,9 +232,10 @@ def present(draw, col: Column) -> Any:
     """A value that is there (not None or MISSING): mostly of the common form, at times not."""
     pick = draw(st.integers(0, 9))
     if pick == 0:
-        return draw(ODD | st.text(max_size=3) | st.just("é" * col.external_length))
+        return draw(ODD | st.text(max_size=3) | st.just("é" * col.characters)
+                    | st.just("€" * col.characters))
     if pick == 1 and col.type_code == 0:  # one character short or over: two may compensate
-        return "x" * (col.external_length + draw(st.sampled_from((-1, 1))))
+        return "x" * (col.characters + draw(st.sampled_from((-1, 1))))
     v = draw(good(col))
     while v is None or v is MISSING:
         v = draw(good(col))
