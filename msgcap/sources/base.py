@@ -67,6 +67,21 @@ def body_size(body: str | bytes) -> int:
     return len(body) if isinstance(body, bytes) else len(body.encode("utf-8", "surrogatepass"))
 
 
+def text_charset(content_type: str | None) -> str | None:
+    """The character set of a ``text/*`` content type (UTF-8 when it names none, as STOMP 1.2
+    says), None for any other type or none at all."""
+    if content_type is None:
+        return None
+    kind, _, params = content_type.partition(";")
+    if not kind.strip().lower().startswith("text/"):
+        return None
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
+
+
 def entry_bytes(limit: int) -> int:
     """The longest dump entry (a JSON Lines line, a ``.msg.json`` file) whose body can be within
     ``limit``: a JSON escape takes up to 6 bytes per body byte (``\\u0000``), plus headers."""
@@ -145,6 +160,29 @@ def unreachable(host: str, port: int, timeout: float) -> str | None:
 def duration_text(seconds: float) -> str:
     """``0.3 s`` below 10 s, else whole seconds (``312 s``)."""
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What ``msgcap check`` learned of a queue without creating it: whether it exists and how
+    many messages wait in it (None: the broker does not tell, ``unknown_because`` says why).
+    Its text follows "subscribed to DESTINATION" in the report."""
+
+    exists: bool | None
+    messages: int | None
+    unknown_because: str = ""
+
+    def __str__(self) -> str:
+        count = (None if self.messages is None else
+                 f"{self.messages} message{'' if self.messages == 1 else 's'} waiting")
+        why = f": {self.unknown_because}" if self.unknown_because else ""
+        if self.exists is None:
+            if count is None:
+                return f"whether it existed and how many messages wait is unknown{why}"
+            return f"{count}; whether it existed before is unknown{why}"
+        if count is None:
+            return f"it exists; how many messages wait is unknown{why}"
+        return f"it exists, {count}"
 
 
 class Redelivery(Exception):

@@ -20,8 +20,10 @@ retry; ``Lost`` in the inbox is a lost connection.
 * Each connection has an epoch. What arrives (messages, ``Unreadable`` ones, ``Lost`` markers)
   goes into the ``Inbox`` in order; the capture takes all that is there at once
   (``receive_many``), which raises ``Redelivery`` for the loss of the current connection, after
-  the messages that came before it, and ``Unreadable`` in its turn. A message of an older
-  connection is never acknowledged: the broker redelivers it.
+  the messages that came before it, and ``Unreadable`` in its turn (one with no id of its own,
+  an AMQP message without message-id, named for its error by the header ``jms.id`` names, else
+  by its position since the connection opened: ``_named``). A message of an older connection is
+  never acknowledged: the broker redelivers it.
 * Nothing is acknowledged before it is durable. ``jms.ack=client`` (the default) settles the
   longest run of delivered messages that are all durable; a message still held (an open
   transaction not yet spilled) stops the run, and what follows it waits. An adapter whose
@@ -29,7 +31,11 @@ retry; ``Lost`` in the inbox is a lost connection.
   ``client-individual`` settles each durable message. The broker stops at ``jms.prefetch``
   unsettled messages, so the capture ends a commit group before (``window``).
 * ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
-  broker's confirmation before the capture may acknowledge the original.
+  broker's confirmation before the capture may acknowledge the original. A connection lost
+  while it waits is a lost connection like any other (``Redelivery``, raised from the
+  capture's handling of the message): the original comes again and is dead-lettered then.
+* What no retry cures, found by the adapter as messages arrive (an AMQP delivery sent settled),
+  is a ``Lost`` marker with ``fatal``: the capture stops there, with one line.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from msgcap.msgid import header_value, id_header
 from msgcap.sources.base import (
     CONNECTED,
     CONNECTING,
@@ -130,12 +137,23 @@ class ConnectFailed(Exception):
 
 
 class Lost:
-    """Marker put in the inbox when connection ``epoch`` is gone."""
+    """Marker put in the inbox when connection ``epoch`` is gone; with ``fatal``, the broker did
+    what no retry cures (it sent a delivery settled): ``receive_many`` raises ``fatal`` when it
+    comes to the marker, after the messages before it, and the capture stops."""
 
-    __slots__ = ("epoch", "reason")
+    __slots__ = ("epoch", "fatal", "reason")
 
-    def __init__(self, epoch: int, reason: str) -> None:
-        self.epoch, self.reason = epoch, reason
+    def __init__(self, epoch: int, reason: str, fatal: MsgcapError | None = None) -> None:
+        self.epoch, self.reason, self.fatal = epoch, reason, fatal
+
+
+class ConnectionLost(Exception):
+    """Raised by ``_publish`` when the connection ended while it waited for the broker's
+    confirmation (``why`` in words): a reconnect like any other, not a refusal."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 class Delivery:
@@ -206,7 +224,7 @@ class DeadLetters:
     def write(self, message: Message, error: MsgcapError, *, raw_id: str | None = None) -> None:
         extra = {"msgcap-error": getattr(error, "reason", str(error)),
                  "msgcap-source-destination": self.source.destination,
-                 "msgcap-source-message-id": raw_id or message.id}
+                 "msgcap-source-message-id": raw_id or message.name}
         position = getattr(error, "position", None)
         if position:
             extra["msgcap-error-position"] = position
@@ -256,6 +274,7 @@ class BrokerSource(Source):
         self._next_endpoint = 0
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
+        self._delivered = 0  # messages delivered since the connection opened: their positions
         self.acknowledged = 0  # messages acknowledged, and the acknowledgements that took
         self.ack_frames = 0
         self._connection_is(CONNECTING)
@@ -282,7 +301,8 @@ class BrokerSource(Source):
     @abstractmethod
     def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
         """Send ``message`` persistent, ``extra`` added to its headers, and wait for the
-        broker's confirmation: None, or the failure in words."""
+        broker's confirmation: None, or the failure in words; ``ConnectionLost`` when the
+        connection ended before the broker answered."""
 
     def _wait(self, timeout: float, limit: int | None) -> list[Any]:
         """What arrived (messages, ``Unreadable``, ``Lost``), at most ``limit``: taken from the
@@ -326,6 +346,7 @@ class BrokerSource(Source):
         self.endpoint = endpoint
         self._connection_is(CONNECTED)
         self._up_since, self._proven = time.monotonic(), False
+        self._delivered = 0
         self._connection = f"{endpoint.url} ({broker}), consuming {self.destination}"
         # after failures, said once it worked (``_worked``), not at each attempt
         (log.debug if self._failures_since is not None else log.info)(
@@ -427,6 +448,8 @@ class BrokerSource(Source):
                 if messages:  # first the messages that came before the loss
                     self._inbox.put_back(items[index:])
                     break
+                if item.fatal is not None:
+                    raise item.fatal
                 self._lost(item.reason)
                 raise Redelivery(item.reason)
             if isinstance(item, Unreadable):  # in its turn, acknowledged in its turn
@@ -435,11 +458,26 @@ class BrokerSource(Source):
                     break
                 if unacked is not None and item.message.ack.epoch == epoch:
                     unacked.append(item.message.ack)
-                raise item
+                self._delivered += 1
+                raise self._named(item) if not item.message.name else item
             if unacked is not None and item.ack.epoch == epoch:
                 unacked.append(item.ack)
             messages.append(item)
+        self._delivered += len(messages)
         return messages
+
+    def _named(self, unread: Unreadable) -> Unreadable:
+        """``unread``, whose message has no id (an AMQP message without message-id), named for
+        its error, discard record and dead letter: by the header ``jms.id`` takes the id from,
+        when the message has it, else by its position (the ``_delivered``-th message since the
+        connection opened)."""
+        message = unread.message
+        header = id_header(self.id_mode)
+        value = header_value(message, header) if header is not None else None
+        url = self.endpoint.url if self.endpoint else self.url
+        message.origin = (f"{header}={value}" if value else
+                          f"#{self._delivered} since connecting to {url} (no message-id)")
+        return Unreadable(message, unread.error.located(message.origin))
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         epoch, connected = self._epoch, self.connected
@@ -477,11 +515,17 @@ class BrokerSource(Source):
     def publish_confirmed(self, destination: str, message: Message,
                           extra: dict[str, str]) -> None:
         """Publish ``message`` (persistent, plus ``extra`` headers) and wait for the broker's
-        confirmation; raises ``SourceError`` when the broker does not confirm it."""
+        confirmation; raises ``SourceError`` when the broker does not confirm it, and
+        ``Redelivery`` when the connection ended first: then, as after any lost connection, the
+        original comes again (its dead letter may then be sent twice: both carry the original's
+        message-id)."""
         failure: str | None = "not connected"
         if self.connected:
             try:
                 failure = self._publish(destination, message, extra)
+            except ConnectionLost as lost:
+                self._lost(lost.why)
+                raise Redelivery(lost.why) from None
             except Exception as exc:  # noqa: BLE001 - client libraries raise plain Exceptions
                 failure = str(exc) or type(exc).__name__
         if failure is not None:

@@ -13,10 +13,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import proton
 import pytest
 
 from msgcap.msgid import header_value
 from msgcap.sources.amqp import (
+    BODY_KIND,
     AmqpSource,
     Connection,
     Node,
@@ -31,6 +33,7 @@ from msgcap.sources.base import CONNECTING, Unreadable
 from msgcap.sources.broker import Backoff
 from parsers.model import Message
 from props.errors import MessageError, PropertyError, SourceError
+from tests.amqp_client import DurableQueue
 from tests.conftest import REPO, Broker, _free_port
 
 LOGIN = {"user": "guest", "password": "guest"}
@@ -108,8 +111,9 @@ def _utf8_bytes() -> bytes:
 @pytest.mark.broker
 def test_body_kinds_and_headers(amqp, queue) -> None:
     """A data section is bytes even when its bytes are valid UTF-8, an amqp-value string is
-    text; a map or a sequence is a message error naming the message; the header fields and
-    application properties resolve as JMS names them."""
+    text; a map or a sequence is a message error naming the message and keeping the encoded
+    body with its kind; the header fields and application properties resolve as JMS names
+    them."""
     sequence = _proton([1, 2], id="seq-1")
     sequence.inferred = True
     data = _proton(_utf8_bytes(), id="ID:data-1", correlation_id=42, subject="Order",
@@ -138,10 +142,14 @@ def test_body_kinds_and_headers(amqp, queue) -> None:
             "7", "true", "01ff")
         assert isinstance(text, Message) and text.body == "caf\u00e9"
         assert text.id == f"ID:AMQP_UUID:{uuid.UUID(int=5)}"
-        for bad, words in ((mapped, "amqp-value map"), (seq, "amqp-sequence")):
-            assert isinstance(bad, Unreadable) and bad.message.body == b""
+        for bad, words, sent in ((mapped, "amqp-value map", {"a": 1}),
+                                 (seq, "amqp-sequence", [1, 2])):
+            assert isinstance(bad, Unreadable) and bad.message.headers[BODY_KIND] == words
             assert isinstance(bad.error, MessageError) and words in str(bad.error)
             assert bad.message.id in str(bad.error)
+            kept = proton.Message()
+            kept.decode(bad.message.body)
+            assert kept.body == sent
         assert isinstance(binary, Message) and binary.body == b"\x00\x01"
         src.ack(got[:2] + [binary], [mapped.message, seq.message])  # type: ignore[union-attr]
         assert src.acknowledged == 5
@@ -196,21 +204,53 @@ def test_credit_window_bounds_unsettled_deliveries(amqp, queue) -> None:
 
 
 @pytest.mark.broker
-def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp, queue) -> None:
-    """Another client declared the queue non-durable first: RabbitMQ ends the attach with an
-    error no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE
-    (not a retry every few seconds for ever)."""
-    from proton.utils import BlockingConnection
-
-    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
-    other.create_receiver(queue, credit=1)  # a non-durable terminus declares a transient queue
-    other.close()
+def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp) -> None:
+    """A queue RabbitMQ refuses to declare (a reserved name): it ends the attach with an error
+    no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE (not a
+    retry every few seconds for ever)."""
+    queue = f"/queue/amq.test-{uuid.uuid4().hex}"
     src = _source(amqp, queue)
     with pytest.raises(SourceError) as caught:
         src.open()
     text = str(caught.value)
-    assert f"refused the subscription to {queue}" in text and "durable" in text
+    assert f"refused the subscription to {queue}" in text and "ACCESS_REFUSED" in text
     assert "\n" not in text
+
+
+@pytest.mark.broker
+def test_a_queue_a_producer_declared_non_durable_is_consumed(amqp, queue) -> None:
+    """Another client declared the queue non-durable first: msgcap consumes it as it is
+    (``/amq/queue/NAME``), where the durable ``/queue/NAME`` attach was refused (issue 33);
+    a queue that does not exist is still declared durable."""
+    from proton.utils import BlockingConnection
+
+    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    sender = other.create_sender(queue)  # a non-durable terminus declares a transient queue
+    sender.send(_proton("first"))
+    sender.send(_proton("second"))
+    other.close()
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 2)
+        assert [m.body for m in got] == ["first", "second"]  # type: ignore[union-attr]
+        src.ack(got)  # type: ignore[arg-type]
+        assert _no_more(src)
+        assert src.connection.state == "connected"
+    finally:
+        src.close()
+    fresh = f"/queue/test-{uuid.uuid4().hex}"
+    src = _source(amqp, fresh)
+    src.open()  # not there: declared, durable, on the same connection
+    try:
+        assert src.connection.state == "connected" and _no_more(src)
+    finally:
+        src.close()
+    durable = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    try:  # a durable attach to it is taken: it was declared durable
+        durable.create_receiver(fresh, options=DurableQueue())
+    finally:
+        durable.close()
 
 
 @pytest.mark.broker
@@ -256,6 +296,76 @@ def test_dead_letter_confirmed_before_the_original_is_accepted(amqp, queue) -> N
         assert letter.headers["msgcap-source-destination"] == queue
         assert letter.headers["persistent"] == "true"
         src.ack([letter])
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_text_content_types_decode_in_their_charset(amqp, queue) -> None:
+    """A data section whose content-type is text/* is text in its charset (UTF-8 when it names
+    none), as a JMS consumer reading it as text would see it; a charset Python does not know, or
+    bytes that are not that text, is a message error naming the message and keeping the bytes."""
+    latin = "\u00c4\u00d6\u00dc\u00e4\u00f6\u00fc\u00df\u00e9\u00e8\u00e0"
+    sent = [("text/plain;charset=iso-8859-1", latin.encode("latin-1"), "latin-1"),
+            ("text/plain", "caf\u00e9".encode(), "utf-8"),
+            ("text/plain;charset=no-such-set", b"abc", "unknown"),
+            ("text/plain;charset=utf-8", b"\xff\xfe", "bad")]
+    messages = []
+    for content_type, data, name in sent:
+        msg = _proton(data, id=name)
+        msg.inferred = True
+        msg.content_type = proton.symbol(content_type)
+        messages.append(msg)
+    _send(amqp, queue, *messages)
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 4)
+        latin_text, utf8_text, unknown, bad = got
+        assert isinstance(latin_text, Message) and latin_text.body == latin
+        assert isinstance(utf8_text, Message) and utf8_text.body == "caf\u00e9"
+        for refused, data, words in ((unknown, b"abc", "no character set no-such-set"),
+                                     (bad, b"\xff\xfe", "byte 0 of the body is not utf-8")):
+            assert isinstance(refused, Unreadable) and words in str(refused.error)
+            assert f"message {refused.message.id}" in str(refused.error)
+            assert refused.message.body == data
+        src.ack(got[:2], [unknown.message, bad.message])  # type: ignore[union-attr]
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_dead_letter_of_a_map_body_keeps_it(amqp, queue, work) -> None:
+    """msgcap run with error.destination: a map body's dead letter holds the encoded body
+    section as its data, its kind in msgcap-body-kind, and names a message without message-id
+    by the property jms.id names."""
+    dead = f"/queue/dead-{uuid.uuid4().hex}"
+    work.properties(jms_url=amqp, jms_destination=queue, error_policy="discard",
+                    error_destination=dead, jms_id="SEQNO")
+    _send(amqp, queue, _proton({"not": "a record"}, properties={"SEQNO": "0000000007"}))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    src = _source(amqp, dead)
+    src.open()
+    try:
+        (letter,) = _drain(src, 1)
+        assert isinstance(letter, Message) and letter.headers[BODY_KIND] == "amqp-value map"
+        assert letter.headers["msgcap-source-message-id"] == "SEQNO=0000000007"
+        assert letter.headers["SEQNO"] == "0000000007"
+        kept = proton.Message()
+        kept.decode(letter.body)
+        assert kept.body == {"not": "a record"}
+        src.ack([letter])
+    finally:
+        src.close()
+    assert not _holds_a_message(amqp, queue)  # the original was accepted
+
+
+def _holds_a_message(url: str, address: str) -> bool:
+    """Whether ``address`` still holds a message."""
+    src = _source(url, address)
+    src.open()
+    try:
+        return not _no_more(src)
     finally:
         src.close()
 
@@ -394,8 +504,8 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
     work.properties(jms_url=amqp, jms_destination=queue)
     done = work.msgcap("check", "--prop", str(work.prop))
     assert done.returncode == 0, done.stderr
-    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue}; "
-            "disconnected, nothing consumed") in done.stdout
+    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue} (it exists, "
+            "1 message waiting); disconnected, nothing consumed") in done.stdout
     src = _source(amqp, queue)
     src.open()
     try:
@@ -411,6 +521,7 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
 def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> None:
     """msgcap run from an AMQP queue: every message in the trail in order, all accepted (a
     second run finds nothing); a poison message (a map body) discarded by error.policy."""
+    import base64
     import json
 
     work.properties(jms_url=amqp, jms_destination=queue, error_policy="discard")
@@ -423,8 +534,38 @@ def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> 
     (record,) = [json.loads(line) for line in
                  (work.root / "dirrpt" / "msgcap.dsc").read_text().splitlines()]
     assert "amqp-value map" in record["error"] and record["message"]["id"] == no_prefix("poison-1")
+    assert record["message"]["headers"][BODY_KIND] == "amqp-value map"
+    kept = proton.Message()
+    kept.decode(base64.b64decode(record["message"]["body_b64"]))
+    assert kept.body == {"not": "a record"}
     again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 0" in again.stdout
+
+
+@pytest.mark.broker
+def test_kill9_holding_part_of_a_transaction_loses_nothing(amqp, queue, work) -> None:
+    """msgcap asks for unsettled deliveries (RabbitMQ agrees): a capture killed while it holds
+    3 of a transaction's 4 messages leaves them on the queue, and the next run writes the
+    whole transaction once."""
+    import signal
+
+    from tests.hostile.conftest import wait_for
+
+    work.properties(jms_url=amqp, jms_destination=queue, jms_user="guest",
+                    jms_password="guest")
+    _send(amqp, queue, *(_proton(work.body(n, "B" if n == 1 else "M"), id=f"tx-{n}")
+                         for n in range(1, 4)))
+    capture = work.start("run", "--prop", str(work.prop))
+    try:
+        wait_for(lambda: "running" in work.msgcap("status", "--prop", str(work.prop)).stdout,
+                 "the capture running", 60)
+        time.sleep(3)  # the three are delivered and held by the open transaction
+    finally:
+        os.kill(capture.pid, signal.SIGKILL)
+        capture.wait()
+    _send(amqp, queue, _proton(work.body(4, "E"), id="tx-4"))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert work.seqids() == [f"{n:010d}" for n in range(1, 5)]
 
 
 @pytest.mark.parametrize("command", ["run", "send", "check"])
