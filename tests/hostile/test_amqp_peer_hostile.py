@@ -47,7 +47,7 @@ def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
     transfers = [data_message(b"abc", b"def", message_id="ID:m1"), GARBAGE,
                  _map(properties={"SEQNO": "0000000042"}), _map(),
                  _map(id="ID:m5", properties={"SEQNO": "0000000043"})]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=10, id_mode="SEQNO")
         src.open()
         try:
@@ -85,7 +85,7 @@ def test_a_message_without_properties_has_no_message_id_of_the_one_before() -> N
     no message-id, not the previous message's (proton's decode keeps what a payload does not
     set; with jms.id=JMSMessageID the capture would drop it as a redelivery)."""
     transfers = [data_message(b"first", message_id="ID:first"), b"\x00Su\xa0\x06second"]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=10)
         src.open()
         try:
@@ -103,7 +103,7 @@ def test_a_transfer_the_broker_aborts_is_dropped_and_gives_its_credit_back() -> 
     head = huge_message(3_000_000, "ID:aborted-1")
     transfers = [Stream(head.head, head.size, abort_after=2_000_000),
                  data_message(b"next", message_id="ID:m2"), data_message(b"last", message_id="ID:m3")]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=1, max_bytes=1_000_000)
         src.open()
         try:
@@ -131,7 +131,7 @@ def test_run_discards_what_it_cannot_capture_keeping_the_whole_content(work: Wor
     record = body(1).encode()
     transfers = [data_message(record[:7], record[7:], message_id="ID:r1"), GARBAGE,
                  _map(id="ID:poison")]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         done = _capture(work, broker.url)
         wait_for(lambda: len(broker.outcomes) == 3, "the acceptances", 10)
         assert broker.outcomes == [(n, "accepted") for n in range(1, 4)]
@@ -152,7 +152,7 @@ def test_run_discards_what_it_cannot_capture_keeping_the_whole_content(work: Wor
 def test_dead_letters_keep_the_whole_content(work: Work) -> None:
     """error.destination: the dead letter of an undecodable payload or a map body holds it as
     its (data) body, with msgcap-body-kind, and names the message that had no id."""
-    with FakeBroker(_free_port(), [GARBAGE, _map(id="ID:poison")]) as broker:
+    with FakeBroker([GARBAGE, _map(id="ID:poison")]) as broker:
         _capture(work, broker.url, error_destination="/queue/dead")
         wait_for(lambda: len(broker.outcomes) == 2, "the acceptances", 10)
         letters = broker.received
