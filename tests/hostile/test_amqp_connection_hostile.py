@@ -18,7 +18,7 @@ from parsers.model import Message
 from props.errors import SourceError
 from tests.fake_amqp_peer import MIXED, SETTLED, UNSETTLED, FakeBroker, text_messages
 from tests.hostile.conftest import wait_for
-from tests.live.conftest import Work, body
+from tests.live.conftest import Work, body, taken
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
@@ -28,12 +28,11 @@ def _source(url: str, **kwargs: object) -> AmqpSource:
 
 
 def _take(src: AmqpSource, n: int) -> list[Message]:
-    got: list[Message] = []
-    deadline = time.monotonic() + 10
-    while len(got) < n and time.monotonic() < deadline:
-        got += src.receive_many(0.2, limit=n - len(got))
-    assert len(got) == n
-    return got
+    """``n`` messages, none unreadable, within 10 s."""
+    got = taken(src, n, timeout=10)
+    messages = [m for m in got if isinstance(m, Message)]
+    assert len(messages) == n, got
+    return messages
 
 
 @pytest.mark.parametrize("mode", [MIXED, SETTLED])

@@ -20,24 +20,13 @@ from parsers.model import Message
 from tests.conftest import REPO, _free_port
 from tests.fake_amqp_peer import FakeBroker, Stream, data_message, encoded, huge_message
 from tests.hostile.conftest import wait_for
-from tests.live.conftest import Work, body, wait_peak_rss_mb
+from tests.live.conftest import Work, body, taken, wait_peak_rss_mb
 
 GARBAGE = b'{"not": "an AMQP message"}'
 
 
 def _map(**fields: object) -> bytes:
     return encoded(ProtonMessage(body={"not": "a record"}, durable=True, **fields))
-
-
-def _drain(src: AmqpSource, n: int) -> list[Message | Unreadable]:
-    got: list[Message | Unreadable] = []
-    deadline = time.monotonic() + 20
-    while len(got) < n and time.monotonic() < deadline:
-        try:
-            got.extend(src.receive_many(0.2))
-        except Unreadable as exc:
-            got.append(exc)
-    return got
 
 
 def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
@@ -51,7 +40,7 @@ def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
         src = AmqpSource([broker.url], "/queue/q", prefetch=10, id_mode="SEQNO")
         src.open()
         try:
-            got = _drain(src, 5)
+            got = taken(src, 5)
             joined, garbage, by_seqno, by_position, by_id = got
             assert isinstance(joined, Message) and joined.body == b"abcdef"
             assert isinstance(garbage, Unreadable) and garbage.message.body == GARBAGE
@@ -89,7 +78,7 @@ def test_a_message_without_properties_has_no_message_id_of_the_one_before() -> N
         src = AmqpSource([broker.url], "/queue/q", prefetch=10)
         src.open()
         try:
-            first, second = _drain(src, 2)
+            first, second = taken(src, 2)
             assert isinstance(first, Message) and first.id == "ID:first"
             assert isinstance(second, Message) and second.body == b"second"
             assert second.id == "" and "message-id" not in second.headers
