@@ -24,6 +24,7 @@ from msgcap.sources.amqp import (
     Node,
     Options,
     amqp_message,
+    existing_node_of,
     node_of,
     outcome,
     parse_urls,
@@ -392,8 +393,9 @@ def test_durable_topic_refused_on_rabbitmq_3_at_start(amqp) -> None:
 
 
 def test_addresses_per_broker() -> None:
-    """RabbitMQ 3.x: the address as written, queues durable as STOMP declares them; other
-    brokers: the bare name with the capability, a topic as a durable subscription."""
+    """RabbitMQ 3.x: the address as written, queues durable as STOMP declares them, an existing
+    queue's address that never declares it; other brokers: the bare name with the capability, a
+    topic as a durable subscription."""
     rabbit3, artemis = Peer("RabbitMQ", "3.10.8"), Peer("apache-activemq-artemis", "2.31")
     assert node_of("/queue/orders", rabbit3) == Node("/queue/orders", "queue", 1)
     assert node_of("/topic/prices", artemis, subscribe=True) == Node("prices", "topic", 2)
@@ -404,6 +406,11 @@ def test_addresses_per_broker() -> None:
     assert node_of("/queue/orders/eu", rabbit4) == Node("/queues/orders%2Feu", "queue", 0)
     assert node_of("/queue//exchanges/amq.topic/k", rabbit4) == Node(
         "/exchanges/amq.topic/k", "queue", 0)
+    # consumed only if it exists: RabbitMQ 3.x's /amq/queue/NAME, of a plain queue name only
+    assert existing_node_of("/queue/orders", rabbit3) == Node("/amq/queue/orders", "queue", 0)
+    for destination in ("/queue/orders/eu", "/topic/prices", "orders"):
+        assert existing_node_of(destination, rabbit3) is None
+    assert existing_node_of("/queue/orders", rabbit4) is None
 
 
 @pytest.mark.broker
