@@ -113,7 +113,6 @@ class FakeBroker(MessagingHandler):
         self.url = f"amqp://127.0.0.1:{self.port}"
         self.outcomes: list[tuple[int, str]] = []
         self.received: list[tuple[str, Message]] = []
-        self.max_message_size: int | None = None  # what the last receiver asked for
         self.connections = 0
         self.sent = 0
         self._in_flight: dict[Any, tuple[int, Transfer]] = {}
@@ -159,7 +158,6 @@ class FakeBroker(MessagingHandler):
         link.target.copy(link.remote_target)
         if link.is_sender:
             self._sender = link
-            self.max_message_size = link.remote_max_message_size
             link.snd_settle_mode = (link.remote_snd_settle_mode if self.settle_mode is None
                                     else self.settle_mode)
             link.rcv_settle_mode = link.remote_rcv_settle_mode
