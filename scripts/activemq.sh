@@ -201,16 +201,7 @@ start() {
 }
 
 stop() {
-    [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
-    if ! broker_alive; then
-        rm -f "$PIDFILE"
-        echo "activemq not running"
-        return 0
-    fi
-    local pid
-    pid="$(cat "$PIDFILE")"
-    stop_pid_file "$PIDFILE"
-    echo "activemq stopped (pid $pid)"
+    broker_stop activemq
 }
 
 status() {

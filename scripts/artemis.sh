@@ -144,16 +144,7 @@ start() {
 }
 
 stop() {
-    [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
-    if ! broker_alive; then
-        rm -f "$PIDFILE"
-        echo "artemis not running"
-        return 0
-    fi
-    local pid
-    pid="$(cat "$PIDFILE")"
-    stop_pid_file "$PIDFILE"   # TERM: the broker's shutdown hook stops it cleanly
-    echo "artemis stopped (pid $pid)"
+    broker_stop artemis
 }
 
 kill9() {

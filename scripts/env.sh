@@ -138,6 +138,22 @@ broker_alive() {
     [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
 }
 
+# For a broker script whose broker is one process (activemq.sh, artemis.sh): the script's
+# `stop`. Ends the watcher, then the process of PIDFILE (TERM: the broker's shutdown hook stops
+# it cleanly; KILL after 30 s), saying so as $1.
+broker_stop() {
+    [ ! -f "$DIR/watchdog.pid" ] || stop_pid_file "$DIR/watchdog.pid"
+    if ! broker_alive; then
+        rm -f "$PIDFILE"
+        echo "$1 not running"
+        return 0
+    fi
+    local pid
+    pid="$(cat "$PIDFILE")"
+    stop_pid_file "$PIDFILE"
+    echo "$1 stopped (pid $pid)"
+}
+
 # Waits until command $2 (split at blanks) succeeds (the broker's ports are open), at most WAIT
 # seconds; then, with OWNER set, the broker stops by itself once that process has exited. Fails
 # (1) when the process ($1 names it) exits meanwhile, with the last lines of LOG, or when time

@@ -97,6 +97,7 @@ from msgcap.sources.broker import (
     Endpoint,
     Lost,
     endpoints_of,
+    rabbitmq_existing_queue,
 )
 from msgcap.sources.jmstext import correlation_id_text, id_object, java_text, message_id_text
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
@@ -245,10 +246,8 @@ def existing_node_of(destination: str, broker: Broker) -> Node | None:
     only if it exists, whatever its durability, and never declares it: RabbitMQ 3.x's
     ``/amq/queue/NAME`` (its ``/queue/NAME`` declares the queue durable, and that attach is
     refused for a queue a producer declared non-durable). None elsewhere."""
-    name = destination.removeprefix("/queue/")
-    if not broker.rabbitmq3 or name == destination or not name or "/" in name:
-        return None
-    return Node(f"/amq/queue/{name}", "queue", NOT_DURABLE)
+    address = rabbitmq_existing_queue(destination) if broker.rabbitmq3 else None
+    return None if address is None else Node(address, "queue", NOT_DURABLE)
 
 
 def queue_name(destination: str) -> str:

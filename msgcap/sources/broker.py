@@ -107,6 +107,17 @@ def endpoints_of(urls: Sequence[str], schemes: Mapping[str, tuple[int, bool]]) -
     return out
 
 
+def rabbitmq_existing_queue(destination: str) -> str | None:
+    """RabbitMQ's address, over STOMP and AMQP 1.0 alike, that consumes the queue
+    ``/queue/NAME`` only if it exists, whatever its durability, and never declares it:
+    ``/amq/queue/NAME`` (``/queue/NAME`` declares it). None for a destination that is no plain
+    queue name."""
+    name = destination.removeprefix("/queue/")
+    if name == destination or not name or "/" in name:
+        return None
+    return f"/amq/queue/{name}"
+
+
 class Backoff:
     """Delay before the next connection attempt: 0.1 s doubling to 30 s, plus up to 10 % jitter
     (``rand`` is injectable so tests know the delays)."""

@@ -30,7 +30,7 @@ from typing import Any
 from stomp.exception import StompException
 
 from msgcap.sources.base import QueueFacts
-from msgcap.sources.broker import Endpoint
+from msgcap.sources.broker import Endpoint, rabbitmq_existing_queue
 from msgcap.sources.stomp import BrokerKind, StompSource, _Listener, confirmed, quiet_disconnect
 from props.errors import SourceError
 
@@ -87,9 +87,8 @@ class StompProbe(StompSource):
     def _existing(self, broker: BrokerKind) -> str:
         """The destination to subscribe to: on RabbitMQ a queue's ``/amq/queue/NAME``, which
         never declares it (``/queue/NAME`` does)."""
-        name = self.destination.removeprefix("/queue/")
-        if broker.server.startswith("RabbitMQ/") and name != self.destination and "/" not in name:
-            return f"/amq/queue/{name}"
+        if broker.server.startswith("RabbitMQ/"):
+            return rabbitmq_existing_queue(self.destination) or self.destination
         return self.destination
 
     def _subscribe(self, conn: Any, listener: _Listener, broker: BrokerKind) -> str | None:

@@ -1,5 +1,5 @@
-"""AMQP 1.0 peers that misbehave (``tests.amqp_peer.FakeBroker`` on loopback): none makes msgcap
-lose a message or stop a capture that could go on (issue 33, "An AMQP peer that stops a
+"""AMQP 1.0 peers that misbehave (``tests.fake_amqp_peer.FakeBroker`` on loopback): none makes
+msgcap lose a message or stop a capture that could go on (issue 33, "An AMQP peer that stops a
 capture"): pre-settled deliveries and a settle mode the broker ignores stop it with one line
 before anything is written; a short idle timeout is kept alive while the capture is busy; a
 reset is noticed while waiting and while busy, also with ``jms.heartbeat=0,0``; a connection
@@ -16,9 +16,9 @@ from msgcap.sources.base import Redelivery
 from msgcap.sources.broker import Backoff
 from parsers.model import Message
 from props.errors import SourceError
-from tests.amqp_peer import MIXED, SETTLED, UNSETTLED, FakeBroker
+from tests.fake_amqp_peer import MIXED, SETTLED, UNSETTLED, FakeBroker, text_messages
 from tests.hostile.conftest import wait_for
-from tests.live.conftest import Work, body
+from tests.live.conftest import Work, body, taken
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
@@ -28,19 +28,18 @@ def _source(url: str, **kwargs: object) -> AmqpSource:
 
 
 def _take(src: AmqpSource, n: int) -> list[Message]:
-    got: list[Message] = []
-    deadline = time.monotonic() + 10
-    while len(got) < n and time.monotonic() < deadline:
-        got += src.receive_many(0.2, limit=n - len(got))
-    assert len(got) == n
-    return got
+    """``n`` messages, none unreadable, within 10 s."""
+    got = taken(src, n, timeout=10)
+    messages = [m for m in got if isinstance(m, Message)]
+    assert len(messages) == n, got
+    return messages
 
 
 @pytest.mark.parametrize("mode", [MIXED, SETTLED])
 def test_a_broker_that_attaches_with_another_settle_mode_is_refused_at_once(mode: int) -> None:
     """msgcap asks for unsettled deliveries; an answer of mixed or settled (the broker may
     delete a message as it sends it) stops the capture at the attach, one line naming it."""
-    with FakeBroker([body(1)], settle_mode=mode) as broker:
+    with FakeBroker(text_messages([body(1)]), settle_mode=mode) as broker:
         src = _source(broker.url)
         with pytest.raises(SourceError) as refused:
             src.open()
@@ -53,7 +52,7 @@ def test_a_broker_that_attaches_with_another_settle_mode_is_refused_at_once(mode
 def test_a_delivery_sent_settled_stops_the_capture_before_it_is_written(work: Work) -> None:
     """A broker that agreed to unsettled deliveries and sends them settled anyway: msgcap run
     stops with one line naming the broker; nothing of it reaches the trail."""
-    with FakeBroker([body(n) for n in range(1, 5)], settle_mode=UNSETTLED,
+    with FakeBroker(text_messages(body(n) for n in range(1, 5)), settle_mode=UNSETTLED,
                     presettle=True) as broker:
         work.properties(jms_url=broker.url, jms_destination="/queue/q")
         done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", timeout=60)
@@ -68,7 +67,7 @@ def test_a_busy_capture_keeps_a_short_idle_timeout_alive() -> None:
     """The broker drops a peer silent for 2 s; the capture holds its messages for 5 s
     without pumping (a large message being parsed and written), then accepts them: the
     connection is the same and the broker has the acceptances."""
-    with FakeBroker([body(n) for n in range(1, 4)], idle_timeout=2.0) as broker:
+    with FakeBroker(text_messages(body(n) for n in range(1, 4)), idle_timeout=2.0) as broker:
         src = _source(broker.url)
         src.open()
         try:
@@ -79,7 +78,7 @@ def test_a_busy_capture_keeps_a_short_idle_timeout_alive() -> None:
             wait_for(lambda: len(broker.accepted) == 3, "the acceptances", 10)
         finally:
             src.close()
-        assert broker.accepted == ["m1", "m2", "m3"] and broker.connections == 1
+        assert broker.accepted == [1, 2, 3] and broker.connections == 1
         assert src.reconnects == 0
 
 
@@ -89,7 +88,8 @@ def test_a_reset_while_waiting_is_noticed_at_once(heartbeat: tuple[int, int]) ->
     the wait ends with Redelivery, long before it would have timed out; the messages come
     again over the next connection. (A guard: proton's select sees the reset; it was the busy
     capture that did not, below.)"""
-    with FakeBroker([body(n) for n in range(1, 4)], reset_after=3, reset_delay=0.3) as broker:
+    with FakeBroker(text_messages(body(n) for n in range(1, 4)), reset_after=3,
+                    reset_delay=0.3) as broker:
         src = _source(broker.url, heartbeat=heartbeat)
         src.open()
         try:
@@ -111,7 +111,8 @@ def test_a_reset_while_busy_is_noticed_while_busy(idle_timeout: float) -> None:
     """The reset comes while the capture thread does not pump (busy with what it took): the
     connection knows it is gone before the capture comes back to it, also without
     heartbeats."""
-    with FakeBroker([body(n) for n in range(1, 4)], reset_after=3, reset_delay=0.3) as broker:
+    with FakeBroker(text_messages(body(n) for n in range(1, 4)), reset_after=3,
+                    reset_delay=0.3) as broker:
         conn = Connection(parse_urls([broker.url])[0], Options(idle_timeout=idle_timeout))
         try:
             receiver = conn.attach_receiver(node_of("/queue/q", conn.open()), name="r",
@@ -130,12 +131,12 @@ def test_a_connection_lost_while_a_dead_letter_is_confirmed_is_a_reconnect(work:
     reconnects, the poison message comes again and is dead-lettered once, every good message
     is in the trail once and the run ends normally."""
     bodies = [body(1), body(2), "not a record\n", body(3), body(4)]
-    with FakeBroker(bodies, reset_on_dead_letter=True) as broker:
+    with FakeBroker(text_messages(bodies), reset_on_dead_letter=True) as broker:
         work.properties(jms_url=broker.url, jms_destination="/queue/q", error_policy="discard",
                         error_destination="/queue/dead")
         done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert broker.dead_letters == ["not a record\n"]
-        assert sorted(broker.accepted) == ["m1", "m2", "m3", "m4", "m5"]
+        assert [letter.body for _, letter in broker.received] == ["not a record\n"]
+        assert sorted(broker.accepted) == [1, 2, 3, 4, 5]
         assert broker.connections == 2
     assert work.seqids() == [f"{n:010d}" for n in range(1, 5)]

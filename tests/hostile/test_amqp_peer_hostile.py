@@ -20,24 +20,13 @@ from parsers.model import Message
 from tests.conftest import REPO, _free_port
 from tests.fake_amqp_peer import FakeBroker, Stream, data_message, encoded, huge_message
 from tests.hostile.conftest import wait_for
-from tests.live.conftest import Work, body, wait_peak_rss_mb
+from tests.live.conftest import Work, body, taken, wait_peak_rss_mb
 
 GARBAGE = b'{"not": "an AMQP message"}'
 
 
 def _map(**fields: object) -> bytes:
     return encoded(ProtonMessage(body={"not": "a record"}, durable=True, **fields))
-
-
-def _drain(src: AmqpSource, n: int) -> list[Message | Unreadable]:
-    got: list[Message | Unreadable] = []
-    deadline = time.monotonic() + 20
-    while len(got) < n and time.monotonic() < deadline:
-        try:
-            got.extend(src.receive_many(0.2))
-        except Unreadable as exc:
-            got.append(exc)
-    return got
 
 
 def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
@@ -47,11 +36,11 @@ def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
     transfers = [data_message(b"abc", b"def", message_id="ID:m1"), GARBAGE,
                  _map(properties={"SEQNO": "0000000042"}), _map(),
                  _map(id="ID:m5", properties={"SEQNO": "0000000043"})]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=10, id_mode="SEQNO")
         src.open()
         try:
-            got = _drain(src, 5)
+            got = taken(src, 5)
             joined, garbage, by_seqno, by_position, by_id = got
             assert isinstance(joined, Message) and joined.body == b"abcdef"
             assert isinstance(garbage, Unreadable) and garbage.message.body == GARBAGE
@@ -85,11 +74,11 @@ def test_a_message_without_properties_has_no_message_id_of_the_one_before() -> N
     no message-id, not the previous message's (proton's decode keeps what a payload does not
     set; with jms.id=JMSMessageID the capture would drop it as a redelivery)."""
     transfers = [data_message(b"first", message_id="ID:first"), b"\x00Su\xa0\x06second"]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=10)
         src.open()
         try:
-            first, second = _drain(src, 2)
+            first, second = taken(src, 2)
             assert isinstance(first, Message) and first.id == "ID:first"
             assert isinstance(second, Message) and second.body == b"second"
             assert second.id == "" and "message-id" not in second.headers
@@ -103,7 +92,7 @@ def test_a_transfer_the_broker_aborts_is_dropped_and_gives_its_credit_back() -> 
     head = huge_message(3_000_000, "ID:aborted-1")
     transfers = [Stream(head.head, head.size, abort_after=2_000_000),
                  data_message(b"next", message_id="ID:m2"), data_message(b"last", message_id="ID:m3")]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         src = AmqpSource([broker.url], "/queue/q", prefetch=1, max_bytes=1_000_000)
         src.open()
         try:
@@ -131,7 +120,7 @@ def test_run_discards_what_it_cannot_capture_keeping_the_whole_content(work: Wor
     record = body(1).encode()
     transfers = [data_message(record[:7], record[7:], message_id="ID:r1"), GARBAGE,
                  _map(id="ID:poison")]
-    with FakeBroker(_free_port(), transfers) as broker:
+    with FakeBroker(transfers) as broker:
         done = _capture(work, broker.url)
         wait_for(lambda: len(broker.outcomes) == 3, "the acceptances", 10)
         assert broker.outcomes == [(n, "accepted") for n in range(1, 4)]
@@ -152,7 +141,7 @@ def test_run_discards_what_it_cannot_capture_keeping_the_whole_content(work: Wor
 def test_dead_letters_keep_the_whole_content(work: Work) -> None:
     """error.destination: the dead letter of an undecodable payload or a map body holds it as
     its (data) body, with msgcap-body-kind, and names the message that had no id."""
-    with FakeBroker(_free_port(), [GARBAGE, _map(id="ID:poison")]) as broker:
+    with FakeBroker([GARBAGE, _map(id="ID:poison")]) as broker:
         _capture(work, broker.url, error_destination="/queue/dead")
         wait_for(lambda: len(broker.outcomes) == 2, "the acceptances", 10)
         letters = broker.received

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from msgcap.sources.base import Unreadable
+from msgcap.sources.broker import BrokerSource
+from parsers.model import Message
 from tests.amqp_client import Body, Received
 from tests.conftest import Broker
 
@@ -173,6 +176,19 @@ def peek(broker: Broker, destination: str, quiet: float = 2.0) -> list[Received]
 
 def text(body: Body) -> str:
     return body if isinstance(body, str) else body.decode()
+
+
+def taken(src: BrokerSource, n: int, timeout: float = 20.0) -> list[Message | Unreadable]:
+    """The first ``n`` messages msgcap's source ``src`` receives (an ``Unreadable`` in its
+    message's place), or fewer when ``timeout`` s pass first."""
+    got: list[Message | Unreadable] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        try:
+            got.extend(src.receive_many(0.2, limit=n - len(got)))
+        except Unreadable as exc:
+            got.append(exc)
+    return got
 
 
 def _receive(broker: Broker, destination: str, quiet: float, consume: bool) -> list[Received]:

@@ -24,6 +24,7 @@ from msgcap.sources.amqp import (
     Node,
     Options,
     amqp_message,
+    existing_node_of,
     node_of,
     outcome,
     parse_urls,
@@ -35,6 +36,7 @@ from parsers.model import Message
 from props.errors import MessageError, PropertyError, SourceError
 from tests.amqp_client import DurableQueue
 from tests.conftest import REPO, Broker, _free_port
+from tests.live.conftest import taken
 
 LOGIN = {"user": "guest", "password": "guest"}
 
@@ -83,18 +85,6 @@ def _source(url: str, destination: str, **kwargs: Any) -> AmqpSource:
     return AmqpSource([url], destination, **LOGIN, **kwargs)
 
 
-def _drain(src: AmqpSource, n: int, timeout: float = 20) -> list[Message | Unreadable]:
-    """``n`` messages (an ``Unreadable`` in its place), within ``timeout`` s."""
-    got: list[Message | Unreadable] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < n and time.monotonic() < deadline:
-        try:
-            got.extend(src.receive_many(0.5, limit=n - len(got)))
-        except Unreadable as exc:
-            got.append(exc)
-    return got
-
-
 def no_prefix(raw: str) -> str:
     """The JMSMessageID of a string message-id sent without ``ID:`` (OASIS AMQP JMS Mapping)."""
     return f"ID:AMQP_NO_PREFIX:{raw}"
@@ -126,7 +116,7 @@ def test_body_kinds_and_headers(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        got = _drain(src, 5)
+        got = taken(src, 5)
         first, text, mapped, seq, binary = got
         assert isinstance(first, Message) and first.body == _utf8_bytes()
         assert first.id == "ID:data-1"
@@ -164,7 +154,7 @@ def test_accepted_only_after_ack_and_close_releases(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        got = _drain(src, 4)
+        got = taken(src, 4)
         assert [m.body for m in got] == ["m0", "m1", "m2", "m3"]  # type: ignore[union-attr]
         src.ack(got[:2])  # type: ignore[arg-type]
     finally:
@@ -172,7 +162,7 @@ def test_accepted_only_after_ack_and_close_releases(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        again = _drain(src, 2)
+        again = taken(src, 2)
         assert [m.id for m in again] == [no_prefix("id-2"), no_prefix("id-3")]  # type: ignore[union-attr]
         assert _no_more(src)
         src.ack(again)  # type: ignore[arg-type]
@@ -193,10 +183,10 @@ def test_credit_window_bounds_unsettled_deliveries(amqp, queue) -> None:
     src = _source(amqp, queue, prefetch=3)
     src.open()
     try:
-        first = _drain(src, 3)
+        first = taken(src, 3)
         assert len(first) == 3 and _no_more(src)
         src.ack(first[:2])  # type: ignore[arg-type]
-        more = _drain(src, 2)
+        more = taken(src, 2)
         assert [m.body for m in more] == ["m3", "m4"]  # type: ignore[union-attr]
         assert _no_more(src)
     finally:
@@ -232,7 +222,7 @@ def test_a_queue_a_producer_declared_non_durable_is_consumed(amqp, queue) -> Non
     src = _source(amqp, queue)
     src.open()
     try:
-        got = _drain(src, 2)
+        got = taken(src, 2)
         assert [m.body for m in got] == ["first", "second"]  # type: ignore[union-attr]
         src.ack(got)  # type: ignore[arg-type]
         assert _no_more(src)
@@ -263,7 +253,7 @@ def test_selector_refused_on_rabbitmq_3_before_consuming(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        assert [m.body for m in _drain(src, 1)] == ["kept"]  # type: ignore[union-attr]
+        assert [m.body for m in taken(src, 1)] == ["kept"]  # type: ignore[union-attr]
     finally:
         src.close()
 
@@ -279,7 +269,7 @@ def test_dead_letter_confirmed_before_the_original_is_accepted(amqp, queue) -> N
     src = _source(amqp, queue)
     src.open()
     try:
-        (bad,) = _drain(src, 1)
+        (bad,) = taken(src, 1)
         assert isinstance(bad, Message)
         src.dead_letters(dead).write(bad, MessageError("no such table", position="line 1"))
         src.ack([], [bad])
@@ -288,7 +278,7 @@ def test_dead_letter_confirmed_before_the_original_is_accepted(amqp, queue) -> N
     src = _source(amqp, dead)
     src.open()
     try:
-        (letter,) = _drain(src, 1)
+        (letter,) = taken(src, 1)
         assert isinstance(letter, Message) and letter.body == b"\xc3\xa9"
         assert letter.headers["TableName"] == "T" and letter.id == no_prefix("bad-1")  # the same id, sent back
         assert letter.headers["msgcap-error"] == "no such table"
@@ -320,7 +310,7 @@ def test_text_content_types_decode_in_their_charset(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        got = _drain(src, 4)
+        got = taken(src, 4)
         latin_text, utf8_text, unknown, bad = got
         assert isinstance(latin_text, Message) and latin_text.body == latin
         assert isinstance(utf8_text, Message) and utf8_text.body == "caf\u00e9"
@@ -347,7 +337,7 @@ def test_dead_letter_of_a_map_body_keeps_it(amqp, queue, work) -> None:
     src = _source(amqp, dead)
     src.open()
     try:
-        (letter,) = _drain(src, 1)
+        (letter,) = taken(src, 1)
         assert isinstance(letter, Message) and letter.headers[BODY_KIND] == "amqp-value map"
         assert letter.headers["msgcap-source-message-id"] == "SEQNO=0000000007"
         assert letter.headers["SEQNO"] == "0000000007"
@@ -378,7 +368,7 @@ def test_dead_letter_refused_leaves_the_original(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        (bad,) = _drain(src, 1)
+        (bad,) = taken(src, 1)
         with pytest.raises(SourceError, match="did not confirm message ID:AMQP_NO_PREFIX:p-1.*stays on the queue"):
             src.dead_letters(f"/exchange/missing-{uuid.uuid4().hex}").write(
                 bad, MessageError("bad"))  # type: ignore[arg-type]
@@ -387,7 +377,7 @@ def test_dead_letter_refused_leaves_the_original(amqp, queue) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        assert [m.id for m in _drain(src, 1)] == [no_prefix("p-1")]  # type: ignore[union-attr]
+        assert [m.id for m in taken(src, 1)] == [no_prefix("p-1")]  # type: ignore[union-attr]
     finally:
         src.close()
 
@@ -403,8 +393,9 @@ def test_durable_topic_refused_on_rabbitmq_3_at_start(amqp) -> None:
 
 
 def test_addresses_per_broker() -> None:
-    """RabbitMQ 3.x: the address as written, queues durable as STOMP declares them; other
-    brokers: the bare name with the capability, a topic as a durable subscription."""
+    """RabbitMQ 3.x: the address as written, queues durable as STOMP declares them, an existing
+    queue's address that never declares it; other brokers: the bare name with the capability, a
+    topic as a durable subscription."""
     rabbit3, artemis = Peer("RabbitMQ", "3.10.8"), Peer("apache-activemq-artemis", "2.31")
     assert node_of("/queue/orders", rabbit3) == Node("/queue/orders", "queue", 1)
     assert node_of("/topic/prices", artemis, subscribe=True) == Node("prices", "topic", 2)
@@ -415,6 +406,11 @@ def test_addresses_per_broker() -> None:
     assert node_of("/queue/orders/eu", rabbit4) == Node("/queues/orders%2Feu", "queue", 0)
     assert node_of("/queue//exchanges/amq.topic/k", rabbit4) == Node(
         "/exchanges/amq.topic/k", "queue", 0)
+    # consumed only if it exists: RabbitMQ 3.x's /amq/queue/NAME, of a plain queue name only
+    assert existing_node_of("/queue/orders", rabbit3) == Node("/amq/queue/orders", "queue", 0)
+    for destination in ("/queue/orders/eu", "/topic/prices", "orders"):
+        assert existing_node_of(destination, rabbit3) is None
+    assert existing_node_of("/queue/orders", rabbit4) is None
 
 
 @pytest.mark.broker
@@ -441,7 +437,7 @@ def test_refused_connection_is_retried_with_backoff(amqp, queue) -> None:
     try:
         state = src.connection
         assert (state.state, state.error) == (CONNECTING, "connection refused")
-        assert _drain(src, 1, timeout=10)[0].body == "after failover"  # type: ignore[union-attr]
+        assert taken(src, 1, timeout=10)[0].body == "after failover"  # type: ignore[union-attr]
         assert src.connected
     finally:
         src.close()
@@ -478,7 +474,7 @@ def test_send_over_amqp_round_trip(amqp, queue, work) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        text, data = _drain(src, 2)
+        text, data = taken(src, 2)
         assert isinstance(text, Message) and text.body == "caf\u00e9" and text.id == "ID:t-1"
         assert text.headers["JMSTxId"] == "TX-7" and text.headers["persistent"] == "true"
         assert isinstance(data, Message) and data.body == _utf8_bytes()
@@ -509,7 +505,7 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
     src = _source(amqp, queue)
     src.open()
     try:
-        assert [m.id for m in _drain(src, 1)] == [no_prefix("s-1")]  # type: ignore[union-attr]
+        assert [m.id for m in taken(src, 1)] == [no_prefix("s-1")]  # type: ignore[union-attr]
     finally:
         src.close()
     work.properties(jms_url=amqp, jms_destination=queue, jms_selector="a = 1")

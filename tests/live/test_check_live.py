@@ -66,14 +66,9 @@ def _queues(broker) -> dict[str, int]:
     Artemis's CLI over the core protocol), not through STOMP or AMQP, which may create one."""
     if broker.kind != "artemis":
         return {name: messages for name, (messages, _) in broker.queues().items()}
-    import subprocess
-
-    home = broker._script("home").strip()
-    done = subprocess.run([f"{home}/bin/artemis", "queue", "stat", "--silent", "--url",
-                           f"tcp://127.0.0.1:{broker.port}", "--maxColumnSize", "-1"],
-                          capture_output=True, text=True, timeout=120, check=True)
     rows = [[cell.strip() for cell in line.split("|")[1:-1]]
-            for line in done.stdout.splitlines() if line.startswith("|")]
+            for line in _artemis(broker, "queue", "stat", "--maxColumnSize", "-1").splitlines()
+            if line.startswith("|")]
     return {row[0]: int(row[3]) for row in rows[2:]}  # (two header lines)
 
 
@@ -147,10 +142,15 @@ def test_check_of_an_artemis_topic_creates_no_address_and_counts_the_subscriptio
 
 def _addresses(broker) -> list[str]:
     """Artemis's addresses as its own CLI lists them over the core protocol."""
+    return _artemis(broker, "address", "show").split()
+
+
+def _artemis(broker, *args: str) -> str:
+    """What Artemis's own CLI (``bin/artemis``) prints for ``args``, run over the core
+    protocol, which creates nothing."""
     import subprocess
 
     home = broker._script("home").strip()
-    done = subprocess.run([f"{home}/bin/artemis", "address", "show", "--silent", "--url",
+    return subprocess.run([f"{home}/bin/artemis", *args, "--silent", "--url",
                            f"tcp://127.0.0.1:{broker.port}"],
-                          capture_output=True, text=True, timeout=120, check=True)
-    return done.stdout.split()
+                          capture_output=True, text=True, timeout=120, check=True).stdout
