@@ -68,6 +68,40 @@ ensure_rabbitmq_package() {
     fi
 }
 
+# ensure_artemis: the ActiveMQ Artemis binary distribution, fetched from Maven Central with
+# Maven (installing Debian's maven and a JDK if missing) and unpacked once per machine under
+# $MSGCAP_CACHE (default ~/.cache/msgcap); sets ARTEMIS_HOME. A lock keeps parallel test runs
+# from unpacking it twice.
+ensure_artemis() {
+    local version="${MSGCAP_ARTEMIS_VERSION:-2.40.0}"
+    local cache="${MSGCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/msgcap}"
+    ARTEMIS_HOME="$cache/apache-artemis-$version"
+    [ -x "$ARTEMIS_HOME/bin/artemis" ] && return 0
+    mkdir -p "$cache"
+    (
+        flock 9
+        [ -x "$ARTEMIS_HOME/bin/artemis" ] && exit 0
+        if ! command -v javac >/dev/null; then
+            echo "installing a JDK (Artemis and the JMS test clients need Java 17) ..." >&2
+            _apt_install default-jdk-headless
+        fi
+        if ! command -v mvn >/dev/null; then
+            echo "installing Debian's maven (to fetch Artemis from Maven Central) ..." >&2
+            _apt_install maven
+        fi
+        echo "fetching apache-artemis $version from Maven Central into $cache ..." >&2
+        local tmp
+        tmp="$(mktemp -d "$cache/.artemis-XXXXXX")"
+        mvn -q -B -Dstyle.color=never dependency:copy \
+            "-Dartifact=org.apache.activemq:apache-artemis:$version:tar.gz:bin" \
+            "-DoutputDirectory=$tmp" >&2
+        tar xzf "$tmp/apache-artemis-$version-bin.tar.gz" -C "$tmp"
+        mv "$tmp/apache-artemis-$version" "$ARTEMIS_HOME"
+        rm -rf "$tmp"
+    ) 9>"$cache/.artemis.lock"
+    export ARTEMIS_HOME
+}
+
 # Stops the process whose pid FILE holds (TERM, KILL after 30 s) and removes FILE.
 stop_pid_file() {
     local pid

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything msgcap needs (a virtualenv with the Python dependencies, the Debian
-# activemq and rabbitmq-server packages for the broker tests) and runs the full test suite.
+# activemq and rabbitmq-server packages and ActiveMQ Artemis from Maven Central for the broker
+# tests, a JDK and Maven if missing) and runs the full test suite.
 #
 #   bash scripts/test.sh                      # everything
 #   bash scripts/test.sh tests/docs -q        # arguments go to pytest (.venv/bin/pytest --help)
@@ -13,4 +14,5 @@ print_help_if_asked "$@"
 ensure_venv test
 ensure_activemq_package
 ensure_rabbitmq_package
+ensure_artemis
 exec "$VENV/bin/python" -m pytest "$@"

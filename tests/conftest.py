@@ -3,12 +3,14 @@
 Tests that need a broker are marked ``@pytest.mark.broker`` and take the ``broker`` (and usually
 ``queue``) fixture: ActiveMQ, the reference broker, unless the test is parametrised over
 ``BROKERS`` (``@pytest.mark.parametrize("broker", BROKERS, indirect=True)``), which runs it on
-RabbitMQ over STOMP and over AMQP 1.0 too (``STOMP_BROKERS``: the first two, for tests of STOMP
-itself). Each broker is started once, lazily, by its script (``scripts/activemq.sh``,
-``scripts/rabbitmq.sh``) in a private directory on free loopback ports, so test runs on the same
-machine never share a broker; it is stopped by its pid when the session ends (and by
-itself if the session is killed). ``rabbitmq-amqp`` is the session's RabbitMQ node seen through
-its AMQP 1.0 listener, not a second node. ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
+RabbitMQ over STOMP and over AMQP 1.0 and on ActiveMQ Artemis over AMQP 1.0 too
+(``STOMP_BROKERS``: the first two, for tests of STOMP itself). Each broker is started once,
+lazily, by its script (``scripts/activemq.sh``, ``scripts/rabbitmq.sh``, ``scripts/artemis.sh``)
+in a private directory on free loopback ports, so test runs on the same machine never share a
+broker; it is stopped by its pid when the session ends (and by itself if the session is
+killed). ``rabbitmq-amqp`` is the session's RabbitMQ node seen through its AMQP 1.0 listener,
+not a second node. ``artemis-amqp`` is the session's Artemis (its core port in ``port``, its
+AMQP port in ``amqp_port``). ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 STOMP_BROKERS = ("activemq", "rabbitmq")  # also the kinds of broker scripts
-BROKERS = (*STOMP_BROKERS, "rabbitmq-amqp")
+BROKERS = (*STOMP_BROKERS, "rabbitmq-amqp", "artemis-amqp")
 
 
 @dataclass(slots=True)
@@ -36,8 +38,8 @@ class Broker:
     dir: Path
     port: int
     env: dict[str, str] = field(default_factory=dict)  # more script settings (TLS, owner)
-    kind: str = "activemq"  # its script: 'activemq' | 'rabbitmq'
-    amqp_port: int | None = None  # RabbitMQ's AMQP 1.0 listener, when the node has one
+    kind: str = "activemq"  # its script: 'activemq' | 'rabbitmq' | 'artemis'
+    amqp_port: int | None = None  # the AMQP 1.0 listener, when the broker has one
     protocol: str = "stomp"  # what ``url`` speaks: 'stomp' | 'amqp'
 
     @property
@@ -47,7 +49,8 @@ class Broker:
         return f"stomp://127.0.0.1:{self.port}"
 
     def _script(self, action: str) -> str:
-        env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), MSGCAP_STOMP_PORT=str(self.port),
+        port = "MSGCAP_CORE_PORT" if self.kind == "artemis" else "MSGCAP_STOMP_PORT"
+        env = dict(os.environ, MSGCAP_BROKER_DIR=str(self.dir), **{port: str(self.port)},
                    **self.env)
         if self.amqp_port is not None:
             env["MSGCAP_AMQP_PORT"] = str(self.amqp_port)
@@ -83,9 +86,9 @@ def _free_port() -> int:
 
 
 def _session_broker(factory: pytest.TempPathFactory, kind: str, port: int,
-                    amqp_port: int | None = None) -> Iterator[Broker]:
+                    amqp_port: int | None = None, protocol: str = "stomp") -> Iterator[Broker]:
     b = Broker(factory.mktemp(kind), port, {"MSGCAP_BROKER_OWNER": str(os.getpid())}, kind,
-               amqp_port)
+               amqp_port, protocol)
     b.start()
     try:
         yield b
@@ -110,6 +113,13 @@ def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 def rabbitmq_amqp(rabbitmq: Broker) -> Broker:
     """The session's RabbitMQ node through its AMQP 1.0 listener: stopping it stops the node."""
     return replace(rabbitmq, protocol="amqp")
+
+
+@pytest.fixture(scope="session")
+def artemis_amqp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """The session's ActiveMQ Artemis, reached over AMQP 1.0 (``url``), its core protocol on
+    ``port``; started on first use."""
+    yield from _session_broker(tmp_path_factory, "artemis", _free_port(), _free_port(), "amqp")
 
 
 @pytest.fixture

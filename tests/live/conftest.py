@@ -133,9 +133,14 @@ class Work:
 def send(work: Work, broker: Broker, queue: str, bodies: Iterable[Body],
          prop: Path | None = None) -> int:
     """Put ``bodies`` (bytes: a BytesMessage, text: a TextMessage) on ``queue``; how many the
-    broker confirmed. Over AMQP a plain proton sender, so that msgcap's source is checked against
-    another producer; over STOMP ``msgcap send --prop prop`` (``work.prop`` by default), which
-    must name the same broker and queue."""
+    broker confirmed. On Artemis a JMS producer (Qpid JMS, tests/java), over AMQP elsewhere a
+    plain proton sender, so that msgcap's source is checked against another producer; over STOMP
+    ``msgcap send --prop prop`` (``work.prop`` by default), which must name the same broker and
+    queue."""
+    if broker.kind == "artemis":
+        from tests import jms_clients
+
+        return jms_clients.send(broker.url, queue, bodies)
     if broker.protocol == "amqp":
         from tests import amqp_client
 
@@ -171,6 +176,16 @@ def text(body: Body) -> str:
 
 
 def _receive(broker: Broker, destination: str, quiet: float, consume: bool) -> list[Received]:
+    if broker.kind == "artemis":  # a JMS consumer, or a queue browser
+        from tests import jms_clients
+
+        # names that are no Java identifiers (msgcap-error) are hidden from getPropertyNames
+        # unless the consumer turns Qpid JMS's name validation off
+        url = f"{broker.url}?jms.validatePropertyNames=false"
+        seen = jms_clients.consume(url, destination, "--timeout", str(int(quiet * 1000)),
+                                   browse=not consume)
+        return [({k: v for k, v in m["properties"].items() if v is not None},
+                 jms_clients.body(m)) for m in seen]
     if broker.protocol == "amqp":
         from tests import amqp_client
 
