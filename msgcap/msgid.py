@@ -50,17 +50,28 @@ def id_function(mode: str) -> IdFunction:
     if low == "wmq":
         raise PropertyError("WebSphere MQ ids are not available over STOMP; "
                             "use a header or module:function", prop="jms.id")
-    if low == "ogg":
-        return _header_id("GG_ID")
     if low == "activemq":
         return activemq_message_id
     if low == "time":
         raise PropertyError("time ids need MessageIds (they must increase)", prop="jms.id")
     if ":" in mode:
         return _callable_id(mode.strip())
-    if not mode.strip():
+    header = id_header(mode)
+    if header is None:
         raise PropertyError("empty value", prop="jms.id")
-    return _header_id(mode.strip())
+    return _header_id(header)
+
+
+def id_header(mode: str) -> str | None:
+    """The header (JMS property) a ``jms.id`` value takes the id from (``ogg``: ``GG_ID``); None
+    for an id made otherwise (``time``, ``activemq``, ``wmq``, ``module:function``) or none."""
+    name = mode.strip()
+    low = name.lower()
+    if low == "ogg":
+        return "GG_ID"
+    if not name or low in ("time", "activemq", "wmq") or ":" in name:
+        return None
+    return name
 
 
 def header_value(message: Message, name: str) -> str | None:

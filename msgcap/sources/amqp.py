@@ -21,14 +21,23 @@ dead letters.
   ``queue`` or ``topic`` says which, as Qpid JMS sends it. A topic is a durable subscription:
   container id and link name ``trail.extract``, terminus durable with expiry ``never``; a
   connection closed (not the link) keeps it.
-* Bodies without guessing: a ``data`` section and an ``amqp-value`` binary are bytes, an
-  ``amqp-value`` string is text, no body is empty bytes; anything else (a sequence, a map, a
-  number) is ``Unreadable``. Headers are named as on STOMP (``HEADERS``) so that ``$JMSMessageID``
-  and ``jms.id`` resolve through the same table (``props.expr.JMS_HEADERS``).
+* Bodies as AMQP 1.0 §3.2 defines them, without guessing: the data sections joined are bytes,
+  text in its charset when ``content-type`` is ``text/*`` (``text_charset``, as on STOMP); an
+  ``amqp-value`` binary is bytes, an ``amqp-value`` string text, no body (or an ``amqp-value``
+  null) empty bytes. Anything else (a sequence, a map, a number), text that does not decode and
+  a payload that is no AMQP message are ``Unreadable``, keeping the body in another form (the
+  encoded body sections, the payload as it came; ``BODY_KIND`` names it) for the discard record
+  or dead letter. proton keeps only the last of several data sections and decodes anything as a
+  message, so ``body_of`` reads the framing: the usual shapes (one data section, an
+  ``amqp-value``) are told from a few bytes, the others walked section by section. Headers are
+  named as on STOMP (``HEADERS``) so that ``$JMSMessageID`` and ``jms.id`` resolve through the
+  same table (``props.expr.JMS_HEADERS``).
 * ``jms.maxbytes``: the receiver asks for a max-message-size of ``jms.maxbytes`` +
-  ``HEADER_BYTES``, so a conforming broker refuses a larger message before sending it; one that
-  arrives all the same is read whole by proton, and a body over the limit is ``Unreadable`` with
-  an empty body (the core's ``_over_limit``).
+  ``HEADER_BYTES``, so a conforming broker refuses a larger message before sending it. One that
+  sends it all the same is read as it comes (``Arriving``): its first ``jms.maxbytes`` +
+  ``HEADER_BYTES`` bytes are kept, the rest counted and dropped, and it is ``Unreadable`` with
+  the headers it holds and an empty body (``oversized_of``); a body over the limit in a smaller
+  transfer is the same.
 * Failures: a refused login (SASL) or certificate stops capture with one line; anything else
   (refused connection, lost connection, a detached link) is retried by the core. After a failed
   TLS connection ``msgcap.sources.tls.diagnose`` says why; a certificate only proton refuses is
@@ -39,14 +48,23 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from msgcap.sources.base import HEADER_BYTES, Unreadable, body_size, failure_words, unreachable
+from msgcap.sources.base import (
+    HEADER_BYTES,
+    Unreadable,
+    body_size,
+    failure_words,
+    text_charset,
+    too_large,
+    unreachable,
+)
 from msgcap.sources.broker import (
     BROKER_CLOSED,
     Backoff,
@@ -58,7 +76,6 @@ from msgcap.sources.broker import (
     endpoints_of,
 )
 from msgcap.sources.jmstext import correlation_id_text, id_object, java_text, message_id_text
-from msgcap.sources.stomp import text_charset
 from msgcap.sources.tls import TlsFiles, diagnose, tls_files
 from msgcap.tally import Tally
 from parsers.model import Message
@@ -67,6 +84,7 @@ from props.errors import MessageError, PropertyError, SourceError
 try:  # the optional amqp extra: without it, amqp:// is one line saying how to install it
     import proton
     from cproton import (  # type: ignore[import-untyped]
+        pn_message_clear,
         pn_message_get_content_type,
         pn_message_get_creation_time,
         pn_message_get_delivery_count,
@@ -263,45 +281,246 @@ def message_type(msg: proton.Message, annotated: Any, content_type: str | None) 
     return "ObjectMessage"
 
 
-def body_of(msg: proton.Message) -> str | bytes | None:
-    """The body as captured: bytes (a ``data`` section, an ``amqp-value`` binary), text (an
-    ``amqp-value`` string), empty bytes (no body); None for anything else."""
+# Message sections (AMQP 1.0 §3.2) by their descriptor codes: the header sections come first, in
+# this order, then the body (one or more data sections, one or more amqp-sequence sections, or one
+# amqp-value section), then a footer.
+DATA, SEQUENCE, VALUE, FOOTER = 0x75, 0x76, 0x77, 0x78
+SECTION_NAMES = {b"amqp:header:list": 0x70, b"amqp:delivery-annotations:map": 0x71,
+                 b"amqp:message-annotations:map": 0x72, b"amqp:properties:list": 0x73,
+                 b"amqp:application-properties:map": 0x74, b"amqp:data:binary": DATA,
+                 b"amqp:amqp-sequence:list": SEQUENCE, b"amqp:amqp-value:*": VALUE,
+                 b"amqp:footer:map": FOOTER}
+SHORT_DATA = b"\x00Su"  # a data section's head as every client writes it (smallulong descriptor)
+# A body section's descriptor in any form (smallulong, ulong, symbol), or bytes that may be one.
+BODY_DESCRIPTOR = re.compile(rb"\x00S[u-w]|\x80\x00{7}[u-w]|amqp:")
+FIXED_WIDTHS = (0, 1, 2, 4, 8, 16)  # of the format codes 0x4_ to 0x9_ (AMQP 1.0 §1.6)
+# The header of a message msgcap could not capture whose body is kept in another form: the encoded
+# body sections (an ``amqp-value`` map...), or the transfer's payload as it came.
+BODY_KIND = "msgcap-body-kind"
+NOT_A_MESSAGE = "transfer payload (not an AMQP message)"
+
+
+class Uncaptured(Exception):
+    """A body msgcap does not capture (``reason``): ``kept`` is what the discard record or dead
+    letter holds instead, ``kind`` what it is (the ``BODY_KIND`` header), None for the body's
+    own bytes."""
+
+    def __init__(self, reason: str, kept: bytes, kind: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.kept, self.kind = reason, kept, kind
+
+
+def _value_end(payload: bytes, at: int) -> int:
+    """Where the AMQP-encoded value at ``payload[at]`` ends: its format code says its width, or
+    that a 1- or 4-byte size follows (AMQP 1.0 §1.6); a described value is its descriptor and its
+    value."""
+    code = payload[at]
+    if code == 0:
+        return _value_end(payload, _value_end(payload, at + 1))
+    kind = code >> 4
+    if kind >= 0xA:  # variable width, compound, array
+        if kind & 1:
+            return at + 5 + int.from_bytes(payload[at + 1:at + 5])
+        return at + 2 + payload[at + 1]
+    if kind < 4:
+        raise ValueError(f"byte {at}: 0x{code:02x} is no AMQP format code")
+    return at + 1 + FIXED_WIDTHS[kind - 4]
+
+
+def _section_code(payload: bytes, at: int, end: int) -> int:
+    """The section a descriptor (``payload[at:end]``) names; 0 for one that names none."""
+    code = payload[at]
+    if code == 0x53:  # smallulong
+        return payload[at + 1]
+    if code == 0x80:  # ulong
+        return int.from_bytes(payload[at + 1:end])
+    if code in (0xA3, 0xB3):  # sym8, sym32
+        return SECTION_NAMES.get(payload[at + (2 if code == 0xA3 else 5):end], 0)
+    return 0
+
+
+def sections_of(payload: bytes) -> list[tuple[int, int, int, int]]:
+    """The sections of an encoded message, each (its code, where it starts, where its value
+    starts, where it ends); ``ValueError`` for a payload that is not a message (AMQP 1.0 §3.2):
+    anything but sections, a section cut short, sections out of order or repeated (only data
+    and amqp-sequence sections repeat), a body of two kinds, a data section not binary."""
+    return list(_sections(payload))
+
+
+def _sections(payload: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """``sections_of``, one section at a time (the start of a message cut short is read up to
+    the section cut)."""
+    at, size, previous = 0, len(payload), 0
+    try:
+        while at < size:
+            if payload[at] != 0:
+                raise ValueError(f"byte {at} does not start a section")
+            value = _value_end(payload, at + 1)
+            code = _section_code(payload, at + 1, value)
+            end = _value_end(payload, value)
+            if end > size:
+                raise ValueError(f"the section at byte {at} ends after the payload")
+            if not 0x70 <= code <= FOOTER:
+                raise ValueError(f"byte {at} starts no message section")
+            if code < previous or (code == previous and code not in (DATA, SEQUENCE)) or (
+                    DATA <= previous < FOOTER and DATA <= code < FOOTER and code != previous):
+                raise ValueError(f"the section at byte {at} is out of order")
+            if code == DATA and payload[value] not in (0xA0, 0xB0):
+                raise ValueError(f"the data section at byte {at} holds no binary")
+            yield code, at, value, end
+            at, previous = end, code
+    except IndexError:
+        raise ValueError(f"the section at byte {at} ends after the payload") from None
+
+
+def headers_end(payload: bytes) -> int:
+    """Where the header sections of ``payload`` (the start of a message, maybe cut short) end:
+    the start of its first body section, or of the first section cut short or not valid."""
+    end = 0
+    try:
+        for code, _, _, section_end in _sections(payload):
+            if code >= DATA:
+                break
+            end = section_end
+    except ValueError:
+        pass
+    return end
+
+
+def _only_data_section(payload: bytes, size: int) -> bool:
+    """Whether ``payload`` ends with a data section of ``size`` bytes and has no other body
+    section: the usual message, told from its framing (that section's head right before its
+    last ``size`` bytes, no body-section descriptor in any of its forms before) without walking
+    its sections."""
+    end = len(payload)
+    head = end - size - 5  # 0x00 0x53 0x75 0xa0 size
+    if head < 0 or payload[head + 3] != 0xA0 or payload[head + 4] != size:
+        head -= 3  # 0x00 0x53 0x75 0xb0 size (4 bytes)
+        if (head < 0 or payload[head + 3] != 0xB0
+                or int.from_bytes(payload[head + 4:head + 8]) != size):
+            return False
+    return payload.startswith(SHORT_DATA, head) and BODY_DESCRIPTOR.search(payload, 0, head) is None
+
+
+def body_of(msg: proton.Message, payload: bytes) -> str | bytes:
+    """The body of ``payload`` (decoded into ``msg``) as captured: the data sections' bytes
+    joined (AMQP 1.0 §3.2), text in its charset when the content type is ``text/*``; an
+    ``amqp-value`` string as text, binary as bytes; no body (or an ``amqp-value`` null) as
+    empty bytes. ``Uncaptured`` for a body of another kind or text that does not decode,
+    ``ValueError`` for a payload that is not an AMQP message.
+
+    The usual messages (one data section, an ``amqp-value`` string or binary) are taken as
+    proton decoded them, told from their framing; only the others are walked section by
+    section (``sections_of``), as proton keeps only the last of several data sections and
+    decodes what is no message as one without a body."""
     body: Any = msg.body
-    if type(body) is memoryview or type(body) is bytes:
-        return bytes(body)
-    if type(body) is str:
-        return body
-    if body is None:
+    kind = type(body)
+    if payload[:1] == b"\x00":
+        if kind is str and not msg.inferred:
+            return body
+        if kind is memoryview or kind is bytes:
+            if not msg.inferred:
+                return bytes(body)
+            if _only_data_section(payload, len(body)):
+                return _text_or_bytes(msg, bytes(body))
+    sections = sections_of(payload)
+    body_sections = [s for s in sections if DATA <= s[0] < FOOTER]
+    if not body_sections or (body_sections[0][0] == VALUE and body is None):
         return b""
-    return None
+    if body_sections[0][0] == DATA:
+        return _text_or_bytes(msg, b"".join(
+            payload[value + (2 if payload[value] == 0xA0 else 5):end]
+            for _, _, value, end in body_sections))
+    if kind is str or kind is memoryview or kind is bytes:
+        return body if kind is str else bytes(body)
+    what = body_kind(msg)
+    raise Uncaptured(f"AMQP body is an {what}: only data sections, an amqp-value string or an "
+                     "amqp-value binary can be captured",
+                     payload[body_sections[0][1]:body_sections[-1][3]], what)
+
+
+def _text_or_bytes(msg: proton.Message, data: bytes) -> str | bytes:
+    """A data body: text in its charset when the content type is ``text/*`` (as on STOMP), else
+    the bytes; ``Uncaptured`` when the charset is unknown or the bytes are not such text."""
+    content_type = pn_message_get_content_type(msg._msg)
+    charset = text_charset(content_type) if content_type else None
+    if charset is None:
+        return data
+    try:
+        return data.decode(charset)
+    except LookupError:
+        raise Uncaptured(f"content-type {content_type}: no character set {charset} is known",
+                         data) from None
+    except UnicodeDecodeError as exc:
+        raise Uncaptured(f"content-type {content_type}: byte {exc.start} of the body is not "
+                         f"{charset} text", data) from None
 
 
 def body_kind(msg: proton.Message) -> str:
-    """Words for a body ``body_of`` does not take."""
+    """Words for a body ``body_of`` does not take: ``amqp-value map``, ``amqp-sequence``."""
     body: Any = msg.body
     if isinstance(body, list) and msg.inferred:
-        return "an amqp-sequence"
+        return "amqp-sequence"
     kinds: dict[Any, str] = {dict: "map", list: "list"}
     kind = kinds.get(type(body), type(body).__name__)
-    return f"an amqp-value {kind}"
+    return f"amqp-value {kind}"
 
 
-def message_of(msg: proton.Message, ack: Any, max_bytes: int) -> Message | Unreadable:
-    """A received proton message as a ``Message`` (``Unreadable`` for a body of another kind or
-    over ``max_bytes``, with an empty body)."""
+def message_of(msg: proton.Message, payload: bytes, ack: Any, max_bytes: int
+               ) -> Message | Unreadable:
+    """A transfer's ``payload`` as a ``Message`` (decoded into ``msg``, reused message after
+    message). ``Unreadable`` for a body msgcap does not capture, kept in another form (the
+    ``BODY_KIND`` header says which), for a payload that is no AMQP message (kept as it came, with
+    no other header) and for a body over ``max_bytes`` (not kept)."""
+    try:
+        pn_message_clear(msg._msg)  # proton keeps fields of the previous message that this
+        msg.decode(payload)  # one's sections do not set (a message-id, without properties)
+        body = body_of(msg, payload)
+    except (ValueError, proton.ProtonException) as exc:
+        message = Message("", {BODY_KIND: NOT_A_MESSAGE}, b"", ack, None)
+        return _uncaptured(message, Uncaptured(
+            f"the transfer's payload is not an AMQP message: {exc}", payload), max_bytes)
+    except Uncaptured as exc:
+        headers = headers_of(msg)
+        return _uncaptured(Message(headers.get("message-id", ""), headers, b"", ack, None),
+                           exc, max_bytes)
     headers = headers_of(msg)
     message = Message(headers.get("message-id", ""), headers, b"", ack, None)
-    body = body_of(msg)
-    if body is None:
-        return Unreadable(message, MessageError(
-            f"AMQP body is {body_kind(msg)}: only a data section, an amqp-value string or "
-            "an amqp-value binary can be captured", source=message.name, position="body"))
     size = body_size(body)
     if size > max_bytes:
-        from msgcap.sources.base import too_large
         return Unreadable(message, too_large(size, max_bytes, source=message.name))
     message.body = body
     return message
+
+
+def _uncaptured(message: Message, why: Uncaptured, max_bytes: int) -> Unreadable:
+    """``message`` for ``error.policy``, holding what ``why`` keeps (unless over ``max_bytes``)."""
+    size = len(why.kept)
+    if size > max_bytes:
+        return Unreadable(message, too_large(size, max_bytes, source=message.name))
+    message.body = bytes(why.kept)
+    if why.kind is not None:
+        message.headers[BODY_KIND] = why.kind
+    return Unreadable(message, MessageError(why.reason, source=message.name, position="body"))
+
+
+def oversized_of(msg: proton.Message, head: bytes, size: int, ack: Any, max_bytes: int
+                 ) -> Unreadable:
+    """A transfer of ``size`` bytes, more than ``max_bytes`` + ``HEADER_BYTES``, of which only
+    ``head`` was kept: its header sections decoded (those ``head`` holds whole), its body not
+    held, for ``error.policy``."""
+    end = headers_end(head)
+    try:
+        pn_message_clear(msg._msg)
+        msg.decode(head[:end])
+        headers = headers_of(msg)
+    except proton.ProtonException:
+        headers = {}
+    message = Message(headers.get("message-id", ""), headers, b"", ack, None)
+    body = size - end  # the body's bytes: those of its sections, less the framing of the first
+    if head.startswith(SHORT_DATA, end) and len(head) > end + 3:
+        body -= 5 if head[end + 3] == 0xA0 else 8
+    return Unreadable(message, too_large(body, max_bytes, source=message.name))
 
 
 def amqp_message(message: Message, extra: dict[str, str] | None = None) -> proton.Message:
@@ -410,6 +629,23 @@ def proton_refusal(host: str, why: str) -> str:
             f"of the certificate in jms.url ({why})")
 
 
+class Arriving:
+    """A delivery coming in several transfers, read as they come (proton would otherwise hold
+    it whole, whatever its size): its first ``keep`` bytes are kept, the rest only counted
+    (``size``: all its bytes so far)."""
+
+    __slots__ = ("head", "keep", "size")
+
+    def __init__(self, keep: int) -> None:
+        self.head, self.keep, self.size = bytearray(), keep, 0
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += data if len(data) <= room else data[:room]
+
+
 class Connection:
     """One AMQP connection whose I/O runs on the calling thread (``pump``): its events are
     recorded, never acted on from inside proton; received deliveries go to ``arrived`` as
@@ -432,6 +668,7 @@ class Connection:
         self.receiver: Any = None
         self._senders: dict[str, Any] = {}
         self._scratch = ProtonMessage()  # decoded into, message after message
+        self._arriving: Arriving | None = None  # a delivery coming in several transfers
         self.container: Any = Container(self)
         self.container.start()
         kwargs: dict[str, Any] = {
@@ -485,15 +722,31 @@ class Connection:
         self._ended(BROKER_CLOSED)
 
     def on_delivery(self, event: Any) -> None:
+        """A transfer came: what it holds is read at once, whole or not (``Arriving``), and
+        once the delivery is complete it is a ``Message`` or ``Unreadable`` in ``arrived``."""
         delivery = event.delivery
         link = delivery.link
-        if not link.is_receiver or delivery.partial:
-            return  # (a sender's delivery: its outcome is looked at where it is awaited)
-        data = link.recv(delivery.pending)
+        if not link.is_receiver or not delivery.readable:
+            return  # a sender's delivery (its outcome is looked at where it is awaited), or
+            # news of one read already
+        data = link.recv(delivery.pending) or b""
+        arriving = self._arriving
+        if delivery.partial:
+            if arriving is None:
+                arriving = self._arriving = Arriving(self.max_bytes + HEADER_BYTES)
+            arriving.add(data)
+            return
         link.advance()
-        msg = self._scratch
-        msg.decode(data)
-        self.arrived.append(message_of(msg, Delivery(self.epoch, delivery), self.max_bytes))
+        ack = Delivery(self.epoch, delivery)
+        if arriving is not None:
+            self._arriving = None
+            arriving.add(data)
+            if arriving.size > arriving.keep:
+                self.arrived.append(oversized_of(self._scratch, bytes(arriving.head),
+                                                 arriving.size, ack, self.max_bytes))
+                return
+            data = bytes(arriving.head)
+        self.arrived.append(message_of(self._scratch, data, ack, self.max_bytes))
 
     def _ended(self, why: str) -> None:
         if self.failure is None:

@@ -67,6 +67,21 @@ def body_size(body: str | bytes) -> int:
     return len(body) if isinstance(body, bytes) else len(body.encode("utf-8", "surrogatepass"))
 
 
+def text_charset(content_type: str | None) -> str | None:
+    """The character set of a ``text/*`` content type (UTF-8 when it names none, as STOMP 1.2
+    says), None for any other type or none at all."""
+    if content_type is None:
+        return None
+    kind, _, params = content_type.partition(";")
+    if not kind.strip().lower().startswith("text/"):
+        return None
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
+
+
 def entry_bytes(limit: int) -> int:
     """The longest dump entry (a JSON Lines line, a ``.msg.json`` file) whose body can be within
     ``limit``: a JSON escape takes up to 6 bytes per body byte (``\\u0000``), plus headers."""

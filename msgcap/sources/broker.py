@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from msgcap.msgid import header_value, id_header
 from msgcap.sources.base import (
     CONNECTED,
     CONNECTING,
@@ -206,7 +207,7 @@ class DeadLetters:
     def write(self, message: Message, error: MsgcapError, *, raw_id: str | None = None) -> None:
         extra = {"msgcap-error": getattr(error, "reason", str(error)),
                  "msgcap-source-destination": self.source.destination,
-                 "msgcap-source-message-id": raw_id or message.id}
+                 "msgcap-source-message-id": raw_id or message.name}
         position = getattr(error, "position", None)
         if position:
             extra["msgcap-error-position"] = position
@@ -256,6 +257,7 @@ class BrokerSource(Source):
         self._next_endpoint = 0
         self.endpoint: Endpoint | None = None
         self.reconnects = 0
+        self._delivered = 0  # messages delivered since the connection opened: their positions
         self.acknowledged = 0  # messages acknowledged, and the acknowledgements that took
         self.ack_frames = 0
         self._connection_is(CONNECTING)
@@ -326,6 +328,7 @@ class BrokerSource(Source):
         self.endpoint = endpoint
         self._connection_is(CONNECTED)
         self._up_since, self._proven = time.monotonic(), False
+        self._delivered = 0
         self._connection = f"{endpoint.url} ({broker}), consuming {self.destination}"
         # after failures, said once it worked (``_worked``), not at each attempt
         (log.debug if self._failures_since is not None else log.info)(
@@ -435,11 +438,26 @@ class BrokerSource(Source):
                     break
                 if unacked is not None and item.message.ack.epoch == epoch:
                     unacked.append(item.message.ack)
-                raise item
+                self._delivered += 1
+                raise self._named(item) if not item.message.name else item
             if unacked is not None and item.ack.epoch == epoch:
                 unacked.append(item.ack)
             messages.append(item)
+        self._delivered += len(messages)
         return messages
+
+    def _named(self, unread: Unreadable) -> Unreadable:
+        """``unread``, whose message has no id (an AMQP message without message-id), named for
+        its error, discard record and dead letter: by the header ``jms.id`` takes the id from,
+        when the message has it, else by its position (the ``_delivered``-th message since the
+        connection opened)."""
+        message = unread.message
+        header = id_header(self.id_mode)
+        value = header_value(message, header) if header is not None else None
+        url = self.endpoint.url if self.endpoint else self.url
+        message.origin = (f"{header}={value}" if value else
+                          f"#{self._delivered} since connecting to {url} (no message-id)")
+        return Unreadable(message, unread.error.located(message.origin))
 
     def ack(self, done: Sequence[Message], discarded: Sequence[Message] = ()) -> None:
         epoch, connected = self._epoch, self.connected

@@ -54,7 +54,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from msgcap.sources.base import HEADER_BYTES, duration_text, failure_words, unreachable
+from msgcap.sources.base import (
+    HEADER_BYTES,
+    duration_text,
+    failure_words,
+    text_charset,
+    unreachable,
+)
 from msgcap.sources.broker import (
     BROKER_CLOSED,
     Backoff,
@@ -385,21 +391,6 @@ def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: boo
             pass  # not the text it claims to be: the bytes, for the parser to judge
     message_id = headers.get("message-id", "")
     return Message(message_id, headers, text, Delivery(epoch, ack_id or message_id), None)
-
-
-def text_charset(content_type: str | None) -> str | None:
-    """The character set of a ``text/*`` content type (UTF-8 when it names none, as STOMP 1.2
-    says), None for any other type or none at all."""
-    if content_type is None:
-        return None
-    kind, _, params = content_type.partition(";")
-    if not kind.strip().lower().startswith("text/"):
-        return None
-    for param in params.split(";"):
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            return value.strip().strip('"')
-    return "utf-8"
 
 
 _ESCAPED = re.compile(r"\\.")

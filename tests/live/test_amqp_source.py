@@ -13,10 +13,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import proton
 import pytest
 
 from msgcap.msgid import header_value
 from msgcap.sources.amqp import (
+    BODY_KIND,
     AmqpSource,
     Connection,
     Node,
@@ -108,8 +110,9 @@ def _utf8_bytes() -> bytes:
 @pytest.mark.broker
 def test_body_kinds_and_headers(amqp, queue) -> None:
     """A data section is bytes even when its bytes are valid UTF-8, an amqp-value string is
-    text; a map or a sequence is a message error naming the message; the header fields and
-    application properties resolve as JMS names them."""
+    text; a map or a sequence is a message error naming the message and keeping the encoded
+    body with its kind; the header fields and application properties resolve as JMS names
+    them."""
     sequence = _proton([1, 2], id="seq-1")
     sequence.inferred = True
     data = _proton(_utf8_bytes(), id="ID:data-1", correlation_id=42, subject="Order",
@@ -138,10 +141,14 @@ def test_body_kinds_and_headers(amqp, queue) -> None:
             "7", "true", "01ff")
         assert isinstance(text, Message) and text.body == "caf\u00e9"
         assert text.id == f"ID:AMQP_UUID:{uuid.UUID(int=5)}"
-        for bad, words in ((mapped, "amqp-value map"), (seq, "amqp-sequence")):
-            assert isinstance(bad, Unreadable) and bad.message.body == b""
+        for bad, words, sent in ((mapped, "amqp-value map", {"a": 1}),
+                                 (seq, "amqp-sequence", [1, 2])):
+            assert isinstance(bad, Unreadable) and bad.message.headers[BODY_KIND] == words
             assert isinstance(bad.error, MessageError) and words in str(bad.error)
             assert bad.message.id in str(bad.error)
+            kept = proton.Message()
+            kept.decode(bad.message.body)
+            assert kept.body == sent
         assert isinstance(binary, Message) and binary.body == b"\x00\x01"
         src.ack(got[:2] + [binary], [mapped.message, seq.message])  # type: ignore[union-attr]
         assert src.acknowledged == 5
@@ -256,6 +263,76 @@ def test_dead_letter_confirmed_before_the_original_is_accepted(amqp, queue) -> N
         assert letter.headers["msgcap-source-destination"] == queue
         assert letter.headers["persistent"] == "true"
         src.ack([letter])
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_text_content_types_decode_in_their_charset(amqp, queue) -> None:
+    """A data section whose content-type is text/* is text in its charset (UTF-8 when it names
+    none), as a JMS consumer reading it as text would see it; a charset Python does not know, or
+    bytes that are not that text, is a message error naming the message and keeping the bytes."""
+    latin = "\u00c4\u00d6\u00dc\u00e4\u00f6\u00fc\u00df\u00e9\u00e8\u00e0"
+    sent = [("text/plain;charset=iso-8859-1", latin.encode("latin-1"), "latin-1"),
+            ("text/plain", "caf\u00e9".encode(), "utf-8"),
+            ("text/plain;charset=no-such-set", b"abc", "unknown"),
+            ("text/plain;charset=utf-8", b"\xff\xfe", "bad")]
+    messages = []
+    for content_type, data, name in sent:
+        msg = _proton(data, id=name)
+        msg.inferred = True
+        msg.content_type = proton.symbol(content_type)
+        messages.append(msg)
+    _send(amqp, queue, *messages)
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 4)
+        latin_text, utf8_text, unknown, bad = got
+        assert isinstance(latin_text, Message) and latin_text.body == latin
+        assert isinstance(utf8_text, Message) and utf8_text.body == "caf\u00e9"
+        for refused, data, words in ((unknown, b"abc", "no character set no-such-set"),
+                                     (bad, b"\xff\xfe", "byte 0 of the body is not utf-8")):
+            assert isinstance(refused, Unreadable) and words in str(refused.error)
+            assert f"message {refused.message.id}" in str(refused.error)
+            assert refused.message.body == data
+        src.ack(got[:2], [unknown.message, bad.message])  # type: ignore[union-attr]
+    finally:
+        src.close()
+
+
+@pytest.mark.broker
+def test_dead_letter_of_a_map_body_keeps_it(amqp, queue, work) -> None:
+    """msgcap run with error.destination: a map body's dead letter holds the encoded body
+    section as its data, its kind in msgcap-body-kind, and names a message without message-id
+    by the property jms.id names."""
+    dead = f"/queue/dead-{uuid.uuid4().hex}"
+    work.properties(jms_url=amqp, jms_destination=queue, error_policy="discard",
+                    error_destination=dead, jms_id="SEQNO")
+    _send(amqp, queue, _proton({"not": "a record"}, properties={"SEQNO": "0000000007"}))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
+    src = _source(amqp, dead)
+    src.open()
+    try:
+        (letter,) = _drain(src, 1)
+        assert isinstance(letter, Message) and letter.headers[BODY_KIND] == "amqp-value map"
+        assert letter.headers["msgcap-source-message-id"] == "SEQNO=0000000007"
+        assert letter.headers["SEQNO"] == "0000000007"
+        kept = proton.Message()
+        kept.decode(letter.body)
+        assert kept.body == {"not": "a record"}
+        src.ack([letter])
+    finally:
+        src.close()
+    assert not _holds_a_message(amqp, queue)  # the original was accepted
+
+
+def _holds_a_message(url: str, address: str) -> bool:
+    """Whether ``address`` still holds a message."""
+    src = _source(url, address)
+    src.open()
+    try:
+        return not _no_more(src)
     finally:
         src.close()
 
@@ -411,6 +488,7 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
 def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> None:
     """msgcap run from an AMQP queue: every message in the trail in order, all accepted (a
     second run finds nothing); a poison message (a map body) discarded by error.policy."""
+    import base64
     import json
 
     work.properties(jms_url=amqp, jms_destination=queue, error_policy="discard")
@@ -423,6 +501,10 @@ def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> 
     (record,) = [json.loads(line) for line in
                  (work.root / "dirrpt" / "msgcap.dsc").read_text().splitlines()]
     assert "amqp-value map" in record["error"] and record["message"]["id"] == no_prefix("poison-1")
+    assert record["message"]["headers"][BODY_KIND] == "amqp-value map"
+    kept = proton.Message()
+    kept.decode(base64.b64decode(record["message"]["body_b64"]))
+    assert kept.body == {"not": "a record"}
     again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 0" in again.stdout
 
