@@ -1,0 +1,187 @@
+"""Real third-party producers against a real JMS consumer (issue 33): every message goes to two
+queues, msgcap captures one copy and a JMS consumer (tests/java JmsConsume) reads the other, and
+every JMS header field, the message class and every property msgcap gives (``$NAME`` through
+``props.jmsnames``, ``msgcap.msgid.header_value``) must be what the JMS consumer saw; end to end,
+``msgcap run`` puts ``$NAME`` values into the trail's tokens (and the body's values into its
+columns), read back with ``msgcap dump --json``.
+
+* AMQP 1.0 on Artemis: rhea and rhea-promise (tests/node/amqp_producer.js), read by Qpid JMS.
+* STOMP on ActiveMQ: stompit, @stomp/stompjs (over a TCP shim) and stomp.py
+  (tests/node/stomp_producer.js, ``stomp_py_produce``) to a composite destination
+  ``/queue/A,/queue/B``, read by ActiveMQ's own OpenWire JMS client.
+* STOMP on RabbitMQ, which has no JMS consumer: the values RabbitMQ's STOMP documentation gives.
+
+The npm packages are pinned by tests/node/package-lock.json (scripts/node-clients.sh).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import uuid
+from typing import Any
+
+import pytest
+
+from msgcap.msgid import header_value
+from parsers.model import Message
+from props.jmsnames import TABLE
+from tests import jms_clients
+from tests.conftest import REPO, Broker
+from tests.live.conftest import Work
+
+pytestmark = pytest.mark.broker
+
+# The JMS header fields (and JMSX properties) JmsConsume prints, by the names of §2.2.
+JMS_FIELDS = ("JMSMessageID", "JMSCorrelationID", "JMSTimestamp", "JMSType", "JMSPriority",
+              "JMSExpiration", "JMSRedelivered", "JMSReplyTo", "JMSXGroupID", "JMSXGroupSeq",
+              "JMSXUserID", "JMSXDeliveryCount")
+# Header keys of the table: what msgcap gives besides the application properties.
+TABLE_KEYS = {row.header.lower() for row in TABLE}
+# AMQP types Qpid JMS hands out as their own Java objects, which getStringProperty refuses
+# ("cannot be read as a java.lang.String"): no JMS property type. msgcap gives their text
+# (§2.2), which a JMS application gets from String.valueOf(getObjectProperty(name)).
+QPID_JMS_REFUSED = {"Character", "Symbol", "Date", "UnsignedByte", "UnsignedShort",
+                    "UnsignedInteger", "UnsignedLong", "UUID"}
+
+
+def node(script: str, *args: str) -> str:
+    """Run tests/node/SCRIPT with the pinned npm packages: its stdout."""
+    done = subprocess.run(["bash", str(REPO / "scripts" / "node-clients.sh"), "run", script,
+                           *args], cwd=REPO, capture_output=True, text=True, check=False,
+                          timeout=300)
+    if done.returncode != 0:
+        raise AssertionError(f"{script} {' '.join(args)} failed ({done.returncode}):\n"
+                             f"{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def seq_of(body: str | bytes) -> int:
+    """The message number: the id column of its SALES.CUSTOMER insert."""
+    text = body if isinstance(body, str) else body.decode("latin-1")
+    return int(text.split(",")[5])
+
+
+def jms_text(seen: dict[str, Any]) -> str:
+    """The body a JMS consumer read, as text (a BytesMessage's bytes as UTF-8)."""
+    body = jms_clients.body(seen)
+    return body if isinstance(body, str) else body.decode()
+
+
+def jms_view(seen: dict[str, Any], refused_types: set[str]) -> dict[str, str | None]:
+    """What a JMS application reads of one message: each header field, the class, every
+    property by getStringProperty; a property whose Java class is in ``refused_types`` (which
+    the provider refuses to read as a String: asserted) by String.valueOf of its object."""
+    view: dict[str, str | None] = {
+        name: None if seen[name] is None else str(seen[name]).lower()
+        if isinstance(seen[name], bool) else str(seen[name]) for name in JMS_FIELDS}
+    view["message-type"] = seen["class"]
+    types = seen["propertyTypes"]
+    refused = {n for n, t in types.items() if t in refused_types}
+    assert set(seen["refusedProperties"]) == refused, seen["refusedProperties"]
+    for name in types:
+        view[name] = seen["propertyObjects" if name in refused else "properties"][name]
+    return view
+
+
+def msgcap_view(message: Message, names: list[str]) -> dict[str, str | None]:
+    """msgcap's value of each name, as ``$NAME`` resolves it."""
+    return {name: header_value(message, name) for name in names}
+
+
+def archived(work: Work) -> list[Message]:
+    """The messages ``msgcap run`` archived (``archive.dir=dirarc``), as captured."""
+    out = []
+    for path in sorted((work.root / "dirarc").iterdir()):
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            body = entry["body"] if "body" in entry else base64.b64decode(entry["body_b64"])
+            out.append(Message(entry["id"], entry.get("headers", {}), body))
+    return out
+
+
+def dumped(work: Work, trail: str) -> list[dict[str, Any]]:
+    """``msgcap dump --json`` of a trail: its data records."""
+    done = work.msgcap("dump", "--json", "--defs", "dirdef/sales.def", trail, check=True)
+    return [r for r in map(json.loads, done.stdout.splitlines()) if r.get("kind") == "record"]
+
+
+def token_names(view: dict[str, str | None]) -> list[str]:
+    """The names to carry into the trail: every one but the message class (no ``$`` name)."""
+    return [n for n in view if n != "message-type"]
+
+
+def compare_end_to_end(work: Work, broker: Broker, queue: str,
+                       jms: dict[int, dict[str, str | None]], texts: dict[int, str]) -> None:
+    """``msgcap run`` of ``queue`` (archived), then the archive replayed once for each pair of
+    names as ``delim.txname`` / ``delim.txowner``: every TXNAME and TXOWNER token holds the JMS
+    consumer's value (no token for a null), every column the JMS body's value."""
+    names = sorted({n for view in jms.values() for n in token_names(view)})
+    pairs = [names[i:i + 2] for i in range(0, len(names), 2)]
+    first, *rest = pairs
+    work.properties(jms_url=broker.url, jms_destination=queue, archive_dir="dirarc",
+                    delim_txname=f"${first[0]}", delim_txowner=f"${first[-1]}")
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert f"messages {len(jms)}" in done.stdout, done.stdout
+    records = dumped(work, "dirdat/sa")
+    assert sorted(int(r["tokens"]["VAMSEQID"]) for r in records) == sorted(jms)
+    for record in records:
+        n = int(record["tokens"]["VAMSEQID"])
+        assert [str(c["value"]) for c in record["columns"]][:2] == \
+            texts[n].rstrip("\n").split(",")[5:7], record
+    check_tokens(records, jms, first)
+    for i, pair in enumerate(rest):
+        trail = f"dirdat/r{i % 10}"
+        prop = work.root / "dirprm" / f"replay{i}.properties"
+        prop.write_text(work.prop.read_text().replace("trail.path=dirdat/sa", f"trail.path={trail}")
+                        .replace(f"delim.txname=${first[0]}", f"delim.txname=${pair[0]}")
+                        .replace(f"delim.txowner=${first[-1]}", f"delim.txowner=${pair[-1]}"))
+        work.msgcap("replay", "--prop", str(prop), "dirarc", check=True)
+        check_tokens(dumped(work, trail), jms, pair)
+        for old in (work.root / "dirdat").glob(f"r{i % 10}*"):
+            old.unlink()
+        for old in (work.root / "dirchk").glob("*"):
+            if old.is_file():
+                old.unlink()
+
+
+def check_tokens(records: list[dict[str, Any]], jms: dict[int, dict[str, str | None]],
+                 pair: list[str]) -> None:
+    got = {int(r["tokens"]["VAMSEQID"]): (r["tokens"].get("TXNAME"), r["tokens"].get("TXOWNER"))
+           for r in records}
+    want = {n: (view.get(pair[0]), view.get(pair[-1])) for n, view in jms.items()}
+    assert got == want, pair
+
+
+@pytest.fixture
+def artemis(artemis_amqp: Broker) -> Broker:
+    if not artemis_amqp.running():
+        artemis_amqp.start()
+    return artemis_amqp
+
+
+@pytest.mark.parametrize("client", ["rhea", "rhea-promise"])
+def test_amqp_producers_on_artemis_give_what_qpid_jms_sees(work, artemis, client) -> None:
+    """Typed properties of every AMQP type, ids and correlation ids of every kind, group,
+    user, subject, charset, priorities, expiry: msgcap's headers and the trail's tokens equal
+    Qpid JMS's getJMS…() and getStringProperty(); where Qpid JMS refuses getStringProperty
+    (unsigned types, char, symbol, timestamp, uuid), String.valueOf(getObjectProperty)."""
+    ours, theirs = f"tp-{uuid.uuid4().hex}", f"tp-{uuid.uuid4().hex}"
+    out = node("amqp_producer.js", "--client", client, "--port", str(artemis.amqp_port),
+               "--first", "1", "--queue", ours, "--queue", theirs)
+    count = int(out.split()[-2])
+    seen = jms_clients.consume(artemis.url, f"/queue/{theirs}")
+    assert len(seen) == count
+    jms = {seq_of(jms_text(m)): jms_view(m, QPID_JMS_REFUSED) for m in seen}
+    texts = {seq_of(jms_text(m)): jms_text(m) for m in seen}
+    compare_end_to_end(work, artemis, f"/queue/{ours}", jms, texts)
+    captured = {seq_of(m.body): m for m in archived(work)}
+    assert sorted(captured) == sorted(jms)
+    for n, message in captured.items():
+        view = jms[n]
+        assert msgcap_view(message, list(view)) == view, n
+        assert message.body == texts[n] or message.body == texts[n].encode(), n
+        # and no property the JMS consumer does not list
+        extra = {k for k in message.headers if k.lower() not in TABLE_KEYS} - set(view)
+        assert not extra, (n, extra)
