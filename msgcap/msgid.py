@@ -80,7 +80,7 @@ def header_value(message: Message, name: str) -> str | None:
     key = header_key(name)
     value = header_text(message.headers, key)
     if value is None and key == "message-id":
-        return message.id
+        return message.id or None  # no id at all: JMSMessageID is null
     return value
 
 
