@@ -74,7 +74,7 @@ ensure_rabbitmq_package() {
 # from unpacking it twice.
 ensure_artemis() {
     local version="${MSGCAP_ARTEMIS_VERSION:-2.40.0}"
-    local cache="${MSGCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/msgcap}"
+    local cache="${MSGCAP_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/msgcap}"
     ARTEMIS_HOME="$cache/apache-artemis-$version"
     [ -x "$ARTEMIS_HOME/bin/artemis" ] && return 0
     mkdir -p "$cache"

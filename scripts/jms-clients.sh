@@ -20,7 +20,7 @@ print_help_if_asked "$@"
 
 # The compiled classes' directory, made once for these sources and this javac.
 classes() {
-    local cache="${MSGCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/msgcap}"
+    local cache="${MSGCAP_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/msgcap}"
     local api hash out
     api="$(ls "$ARTEMIS_HOME"/lib/jakarta.jms-api-*.jar)"
     hash="$( { cat tests/java/*.java; javac -version 2>&1; echo "$api"; } | sha256sum | cut -c1-16)"

@@ -67,6 +67,10 @@ class Broker:
     def stop(self) -> None:
         self._script("stop")
 
+    def kill(self) -> None:
+        """A crash: kill -9 of the broker (``scripts/artemis.sh kill``)."""
+        self._script("kill")
+
     def status(self) -> str:
         """The script's status line (its URLs); a RuntimeError when the broker is not running."""
         return self._script("status")

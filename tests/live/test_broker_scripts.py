@@ -1,5 +1,5 @@
 """The broker scripts clean up after a test run that was killed midway; RabbitMQ's speaks AMQP 1.0
-on the port it is given."""
+on the port it is given; Artemis's keeps persistent messages across a kill -9."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import amqp_client
+from tests import amqp_client, jms_clients
 from tests.conftest import STOMP_BROKERS, Broker, _free_port
 
 pytestmark = pytest.mark.broker
@@ -25,10 +25,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("kind", STOMP_BROKERS)
+@pytest.mark.parametrize("kind", [*STOMP_BROKERS, "artemis"])
 def test_a_broker_stops_by_itself_once_its_owner_is_gone(tmp_path: Path, kind: str) -> None:
     owner = subprocess.Popen(["sleep", "600"])
-    broker = Broker(tmp_path / kind, _free_port(), {"MSGCAP_BROKER_OWNER": str(owner.pid)}, kind)
+    broker = Broker(tmp_path / kind, _free_port(), {"MSGCAP_BROKER_OWNER": str(owner.pid)}, kind,
+                    _free_port() if kind == "artemis" else None)
     broker.start()
     try:
         pid = int((broker.dir / f"{kind}.pid").read_text())
@@ -75,3 +76,23 @@ def test_rabbitmq_given_an_amqp_port_speaks_amqp_1_0_there(rabbitmq_amqp: Broker
     assert amqp_client.send(node.url, queue, [b"\x00\x00\xc3\xa9", "text"], {"k": "v"}) == 2
     assert amqp_client.receive(node.url, queue, quiet=1, consume=True) == [
         ({"k": "v"}, b"\x00\x00\xc3\xa9"), ({"k": "v"}, "text")]
+
+
+def test_artemis_kill_9_then_start_keeps_persistent_messages(artemis_amqp: Broker) -> None:
+    """``artemis.sh kill`` is a crash (SIGKILL, no shutdown hook); the next start recovers the
+    journal: what a JMS producer sent persistent is on the queue still. Its status names the
+    AMQP and core URLs."""
+    broker = artemis_amqp
+    if not broker.running():
+        broker.start()
+    assert broker.status().split()[3:] == [f"amqp://127.0.0.1:{broker.amqp_port}",
+                                           f"tcp://127.0.0.1:{broker.port}"]
+    queue = f"/queue/test-{uuid.uuid4().hex}"
+    sent = jms_clients.produce(broker.url, queue, "--count", "3")
+    pid = int((broker.dir / "artemis.pid").read_text())
+    broker.kill()
+    assert not _alive(pid) and not broker.running()
+    broker.start()
+    seen = jms_clients.consume(f"tcp://127.0.0.1:{broker.port}", queue)  # the core client
+    assert [m["text"] for m in seen] == ["message 1", "message 2", "message 3"]
+    assert len(sent) == 3
