@@ -29,10 +29,12 @@ CHUNK = 1 << 20  # what the fake broker hands proton at a time while streaming a
 @dataclass(frozen=True)
 class Stream:
     """A transfer of ``head`` then ``size - len(head)`` filler bytes, handed to proton a chunk
-    at a time (it is never held whole here either)."""
+    at a time (it is never held whole here either); ``abort_after``: aborted once that many
+    bytes went."""
 
     head: bytes
     size: int
+    abort_after: int | None = None
 
 
 Transfer = bytes | Stream
@@ -58,7 +60,7 @@ def data_section(data: bytes) -> bytes:
     return b"\x00Su\xb0" + len(data).to_bytes(4) + data
 
 
-def huge_message(size: int, message_id: str = "huge-1") -> Stream:
+def huge_message(size: int, message_id: str = "ID:huge-1") -> Stream:
     """A valid message with one data section of ``size`` bytes."""
     head = encoded(Message(id=message_id, durable=True)) + b"\x00Su\xb0" + size.to_bytes(4)
     return Stream(head, len(head) + size)
@@ -73,7 +75,8 @@ class _Peer(MessagingHandler):
         self.max_message_size: int | None = None  # what the receiver asked for
         self.listening = threading.Event()
         self.sender = None
-        self.streaming: tuple[object, Iterator[bytes]] | None = None
+        self.streaming: tuple[object, Iterator[bytes], bool] | None = None
+        self.streaming_left = False  # whether the stream has chunks left
         self.sent = 0
         self.container: Container | None = None
 
@@ -109,7 +112,9 @@ class _Peer(MessagingHandler):
             delivery = sender.delivery(str(self.sent).encode())
             delivery.number = self.sent  # type: ignore[attr-defined]
             if isinstance(transfer, Stream):
-                self.streaming = (delivery, _chunks(transfer))
+                self.streaming = (delivery, _chunks(transfer, transfer.abort_after),
+                                  transfer.abort_after is not None)
+                self.streaming_left = True
                 self._stream(sender)
             else:
                 sender.send(transfer)
@@ -118,11 +123,17 @@ class _Peer(MessagingHandler):
     def _stream(self, sender) -> None:
         """Hand proton the next chunks while it has sent what it had (``on_timer_task``)."""
         assert self.streaming is not None
-        _, chunks = self.streaming
+        delivery, chunks, abort = self.streaming
         while sender.session.outgoing_bytes < 4 * CHUNK:
-            chunk = next(chunks, None)
+            chunk = next(chunks, None) if self.streaming_left else None
+            self.streaming_left = chunk is not None
             if chunk is None:
-                sender.advance()
+                if abort and sender.session.outgoing_bytes:
+                    break  # what went before is on the wire first, then the abort
+                if abort:
+                    delivery.abort()  # type: ignore[attr-defined]
+                else:
+                    sender.advance()
                 self.streaming = None
                 self._send(sender)
                 return
@@ -144,9 +155,10 @@ class _Peer(MessagingHandler):
             delivery.settle()
 
 
-def _chunks(stream: Stream) -> Iterator[bytes]:
+def _chunks(stream: Stream, abort_after: int | None) -> Iterator[bytes]:
     yield stream.head
-    left = stream.size - len(stream.head)
+    size = stream.size if abort_after is None else min(stream.size, abort_after)
+    left = size - len(stream.head)
     filler = b"x" * CHUNK
     while left > 0:
         yield filler[:min(left, CHUNK)]
@@ -185,7 +197,7 @@ def main(argv: list[str]) -> None:
     port, scenario, size, after = int(argv[0]), argv[1], int(argv[2]), argv[3]
     if scenario != "huge":
         raise SystemExit(f"unknown scenario {scenario}")
-    peer = _Peer(port, [huge_message(size), data_message(after.encode(), message_id="after-1")])
+    peer = _Peer(port, [huge_message(size), data_message(after.encode(), message_id="ID:after-1")])
     Container(peer).run()
 
 

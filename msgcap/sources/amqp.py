@@ -30,8 +30,7 @@ dead letters.
   or dead letter. proton keeps only the last of several data sections and decodes anything as a
   message, so ``body_of`` reads the framing: the usual shapes (one data section, an
   ``amqp-value``) are told from a few bytes, the others walked section by section. Headers are
-  named as on STOMP (``HEADERS``) so that ``$JMSMessageID`` and ``jms.id`` resolve through the
-  same table (``props.expr.JMS_HEADERS``).
+  named by ``props.jmsnames`` and read as a JMS consumer reads them (``headers_of``).
 * ``jms.maxbytes``: the receiver asks for a max-message-size of ``jms.maxbytes`` +
   ``HEADER_BYTES``, so a conforming broker refuses a larger message before sending it. One that
   sends it all the same is read as it comes (``Arriving``): its first ``jms.maxbytes`` +
@@ -729,6 +728,11 @@ class Connection:
         if not link.is_receiver or not delivery.readable:
             return  # a sender's delivery (its outcome is looked at where it is awaited), or
             # news of one read already
+        if delivery.aborted:  # the broker gave up sending it: nothing to capture; settled
+            self._arriving = None  # by us, it gives back the credit it took (AMQP 1.0 §2.6.14)
+            delivery.settle()
+            link.flow(1)
+            return
         data = link.recv(delivery.pending) or b""
         arriving = self._arriving
         if delivery.partial:
