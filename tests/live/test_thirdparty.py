@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
 import uuid
 from typing import Any
@@ -64,9 +65,14 @@ def seq_of(body: str | bytes) -> int:
 
 
 def jms_text(seen: dict[str, Any]) -> str:
-    """The body a JMS consumer read, as text (a BytesMessage's bytes as UTF-8)."""
+    """The body a JMS consumer read, as text (a BytesMessage's bytes as UTF-8, else Latin-1)."""
     body = jms_clients.body(seen)
-    return body if isinstance(body, str) else body.decode()
+    if isinstance(body, str):
+        return body
+    try:
+        return body.decode()
+    except UnicodeDecodeError:  # a BytesMessage of latin-1 text (its content-type says so)
+        return body.decode("latin-1")
 
 
 def jms_view(seen: dict[str, Any], refused_types: set[str]) -> dict[str, str | None]:
@@ -150,8 +156,17 @@ def check_tokens(records: list[dict[str, Any]], jms: dict[int, dict[str, str | N
                  pair: list[str]) -> None:
     got = {int(r["tokens"]["VAMSEQID"]): (r["tokens"].get("TXNAME"), r["tokens"].get("TXOWNER"))
            for r in records}
-    want = {n: (view.get(pair[0]), view.get(pair[-1])) for n, view in jms.items()}
+    want = {n: (dump_text(view.get(pair[0])), dump_text(view.get(pair[-1])))
+            for n, view in jms.items()}
     assert got == want, pair
+
+
+def dump_text(value: str | None) -> str | None:
+    """A token as ``msgcap dump --json`` shows it: its text, as hex when not printable
+    (trail-format.md)."""
+    if value is None or value.isprintable():
+        return value
+    return value.encode().hex()
 
 
 @pytest.fixture
@@ -283,3 +298,145 @@ def test_java_map_stream_object_messages_dead_letter_whole(work, artemis, kind) 
     else:
         assert _kept_body(base64.b64decode(letter["bytes"]), props) == body
     assert jms_clients.consume(artemis.url, queue, browse=True) == []
+
+
+def stomp_py_produce(port: int, destination: str, first: int) -> int:
+    """stomp.py's producer: frames as its ``send`` makes them (custom headers, escapes, a
+    charset, bytes with content-length, persistent, priority, correlation-id, JMSXGroupID)."""
+    import stomp
+
+    frames: list[tuple[dict[str, str], str | bytes]] = [
+        ({"persistent": "true", "correlation-id": "py-{n}", "JMSXGroupID": "py-group",
+          "JMSTxId": "tx-{n}", "amount": "-42", "x-escaped": "a:b\\c\nd", "priority": "9"},
+         "Python"),
+        ({"content-type": "text/plain;charset=utf-8", "type": "Order", "note": "caf\u00e9"},
+         "Caf\u00e9"),
+        ({"content-type": "application/octet-stream", "expires": "4102444800000"}, b"Bytes"),
+    ]
+    conn = stomp.Connection12([("127.0.0.1", port)], vhost="/", auto_content_length=False)
+    conn.connect(wait=True)
+    for i, (headers, name) in enumerate(frames):
+        n = first + i
+        body = (insert_text(n, name.decode()).encode() if isinstance(name, bytes)
+                else insert_text(n, name))
+        sized = {"content-length": str(len(body))} if isinstance(body, bytes) else {}
+        conn.send(destination, body, headers={k: v.replace("{n}", str(n))
+                                              for k, v in {**headers, **sized}.items()})
+    conn.disconnect(receipt="bye")
+    return len(frames)
+
+
+def insert_text(n: int, name: str) -> str:
+    return (f"I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},{name},City {n % 97},"
+            "2024-03-01 10:15:30\n")
+
+
+# Groups of the frames each STOMP producer sends (what the JMS consumer must see).
+STOMP_GROUPS = {"stompit": "orders-7", "stompjs": "orders-7", "stomp.py": "py-group"}
+
+
+def activemq_stomp(view: dict[str, str | None], group: str | None = None
+                   ) -> dict[str, str | None]:
+    """What msgcap can see over STOMP of what ActiveMQ's OpenWire JMS client read (``view``),
+    each difference asserted: ActiveMQ's Destination.toString (``queue://X``, its own client's
+    text) is written as STOMP names the destination (``/queue/X``), as msgcap does (§2.2); the
+    JMSXGroupID a producer set (``group``) ActiveMQ keeps from STOMP consumers: no value."""
+    if view.get("JMSXGroupID") is not None:
+        assert view["JMSXGroupID"] == group, view
+        view["JMSXGroupID"] = None
+    reply_to = view.get("JMSReplyTo")
+    if reply_to is not None:
+        kind, sep, name = reply_to.partition("://")
+        assert sep and kind in ("queue", "topic"), reply_to
+        view["JMSReplyTo"] = f"/{kind}/{name}"
+    return view
+
+
+@pytest.fixture
+def activemq_broker(activemq: Broker) -> Broker:
+    if not activemq.running():
+        activemq.start()
+    return activemq
+
+
+@pytest.mark.parametrize("client", ["stompit", "stompjs", "stomp.py"])
+def test_stomp_producers_on_activemq_give_what_an_openwire_jms_consumer_sees(
+        work, activemq_broker, client) -> None:
+    """Each frame goes to a composite destination ``/queue/A,/queue/B`` (one message, the same
+    message-id, on two queues): msgcap's headers, the message class, every property and the
+    trail's tokens and columns equal what ActiveMQ's own OpenWire JMS client reads."""
+    broker = activemq_broker
+    ours, theirs = f"tp-{uuid.uuid4().hex}", f"tp-{uuid.uuid4().hex}"
+    both = f"/queue/{ours},/queue/{theirs}"
+    if client == "stomp.py":
+        count = stomp_py_produce(broker.port, both, 1)
+    else:
+        out = node("stomp_producer.js", "--client", client, "--port", str(broker.port),
+                   "--first", "1", "--destination", both)
+        count = int(out.split()[-2])
+    openwire = f"tcp://127.0.0.1:{broker.env['MSGCAP_OPENWIRE_PORT']}"
+    seen = jms_clients.consume(openwire, f"/queue/{theirs}", openwire=True)
+    assert len(seen) == count
+    jms = {seq_of(jms_text(m)): activemq_stomp(jms_view(m, set()), STOMP_GROUPS[client])
+           for m in seen}
+    texts = {seq_of(jms_text(m)): jms_text(m) for m in seen}
+    compare_end_to_end(work, broker, f"/queue/{ours}", jms, texts)
+    captured = {seq_of(m.body): m for m in archived(work)}
+    assert sorted(captured) == sorted(jms)
+    for n, message in captured.items():
+        view = jms[n]
+        assert msgcap_view(message, list(view)) == view, n
+        extra = {k for k in message.headers if k.lower() not in TABLE_KEYS} - set(view)
+        # ActiveMQ's STOMP header naming a composite send's destinations: no JMS property
+        assert extra == {"original-destination"}, (n, extra)
+
+
+@pytest.fixture
+def rabbitmq_broker(rabbitmq: Broker) -> Broker:
+    if not rabbitmq.running():
+        rabbitmq.start()
+    return rabbitmq
+
+
+@pytest.mark.parametrize("client", ["stompit", "stomp.py"])
+def test_stomp_producers_on_rabbitmq_give_the_values_its_stomp_docs_give(
+        work, rabbitmq_broker, client) -> None:
+    """RabbitMQ has no JMS consumer: its STOMP documentation's values. ``message-id`` is its
+    own ``T_<subscription>@@session-…@@<n>``, ``redelivered`` is sent always, a producer's
+    other headers (escapes undone, ``JMSXGroupID`` too) come through as sent, a ``text/*``
+    body in its charset; the trail's tokens hold them."""
+    broker = rabbitmq_broker
+    queue = f"/queue/tp-{uuid.uuid4().hex}"
+    if client == "stomp.py":
+        count = stomp_py_produce(broker.port, queue, 1)
+        sent = {1: {"correlation-id": "py-1", "JMSXGroupID": "py-group", "JMSTxId": "tx-1",
+                    "amount": "-42", "x-escaped": "a:b\\c\nd", "persistent": "true"},
+                2: {"type": "Order", "note": "caf\u00e9"}, 3: {"expires": "4102444800000"}}
+        names = {1: "Python", 2: "Caf\u00e9", 3: "Bytes"}
+    else:
+        count = int(node("stomp_producer.js", "--client", client, "--port", str(broker.port),
+                         "--first", "1", "--destination", queue).split()[-2])
+        sent = {1: {"correlation-id": "order-1", "type": "Order", "JMSXGroupID": "orders-7",
+                    "JMSTxId": "tx-1", "count": "42", "ratio": "1.0E20", "flag": "true",
+                    "x-escaped": "a:b\\c\nd", "reply-to": "/queue/replies",
+                    "persistent": "true"},
+                2: {"note": "caf\u00e9", "correlation-id": "ID:not-a-jms-id",
+                    "JMSXGroupID": "orders-7"},
+                3: {"expires": "4102444800000"}, 4: {"empty": ""}}
+        names = {1: "Plain", 2: "Caf\u00e9", 3: "Bytes", 4: "M\u00fcller"}
+    work.properties(jms_url=broker.url, jms_destination=queue, archive_dir="dirarc",
+                    delim_txname="$JMSMessageID", delim_txowner="$JMSXGroupID")
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert f"messages {count}" in done.stdout
+    captured = {seq_of(m.body): m for m in archived(work)}
+    assert sorted(captured) == sorted(sent)
+    for n, message in captured.items():
+        assert re.fullmatch(r"T_[^@]+@@session-[^@]+@@\d+", message.id), message.id
+        assert header_value(message, "JMSMessageID") == message.id
+        assert header_value(message, "JMSRedelivered") == "false"
+        assert {k: header_value(message, k) for k in sent[n]} == sent[n]
+        body = message.body if isinstance(message.body, str) else message.body.decode()
+        assert body.split(",")[6] == names[n]  # a text/* body in its charset
+    tokens = {int(r["tokens"]["VAMSEQID"]): (r["tokens"]["TXNAME"], r["tokens"].get("TXOWNER"))
+              for r in dumped(work, "dirdat/sa")}
+    assert tokens == {n: (m.id, sent[n].get("JMSXGroupID")) for n, m in captured.items()}
