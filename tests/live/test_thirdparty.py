@@ -83,6 +83,8 @@ def jms_view(seen: dict[str, Any], refused_types: set[str]) -> dict[str, str | N
         name: None if seen[name] is None else str(seen[name]).lower()
         if isinstance(seen[name], bool) else str(seen[name]) for name in JMS_FIELDS}
     view["message-type"] = seen["class"]
+    # JMSDeliveryMode keeps STOMP's rendering (§2.2): PERSISTENT (2) is "true", else no value
+    view["JMSDeliveryMode"] = {2: "true", 1: None}[seen["JMSDeliveryMode"]]
     types = seen["propertyTypes"]
     refused = {n for n, t in types.items() if t in refused_types}
     assert set(seen["refusedProperties"]) == refused, seen["refusedProperties"]
