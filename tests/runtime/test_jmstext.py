@@ -203,3 +203,17 @@ def test_headers_of_the_jms_header_fields() -> None:
     assert plain["message-type"] == "BytesMessage" and "JMSXGroupID" not in plain
     mapped = headers_of(_decoded(proton.Message(body={"a": 1})))
     assert mapped["message-type"] == "MapMessage"
+
+
+def test_what_jms_returns_for_fields_a_message_lacks() -> None:
+    """A message without creation-time, group sequence or any id: ``$JMSTimestamp`` and
+    ``$JMSXGroupSeq`` are ``0`` (getJMSTimestamp(), getStringProperty("JMSXGroupSeq")) and
+    ``$JMSMessageID`` has no value (getJMSMessageID() is null), as Qpid JMS reads them."""
+    from msgcap.msgid import header_value
+    from parsers.model import Message
+
+    headers = headers_of(_decoded(proton.Message(body=b"x", inferred=True)))
+    bare = Message(headers.get("message-id", ""), headers, b"x")
+    assert header_value(bare, "JMSTimestamp") == "0"
+    assert header_value(bare, "JMSXGroupSeq") == "0"
+    assert header_value(bare, "JMSMessageID") is None
