@@ -63,14 +63,16 @@ def header_key(name: str) -> str:
     return JMS_HEADERS.get(name.lower(), name)
 
 
-def header_text(headers: Mapping[str, str], key: str) -> str | None:
+def header_text(headers: Mapping[str, str], key: str, *, jms_default: bool = True
+                ) -> str | None:
     """The value under ``key`` (exactly, then in any case), else JMS's value for a field the
-    transport left out, else None."""
+    transport left out (unless not ``jms_default``: what identifies a message must be sent),
+    else None."""
     value = headers.get(key)
     if value is None:
         lower = key.lower()
         for name, candidate in headers.items():
             if name.lower() == lower:
                 return candidate
-        return ABSENT.get(key)
+        return ABSENT.get(key) if jms_default else None
     return value
