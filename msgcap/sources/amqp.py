@@ -291,7 +291,7 @@ SECTION_NAMES = {b"amqp:header:list": 0x70, b"amqp:delivery-annotations:map": 0x
                  b"amqp:footer:map": FOOTER}
 SHORT_DATA = b"\x00Su"  # a data section's head as every client writes it (smallulong descriptor)
 # A body section's descriptor in any form (smallulong, ulong, symbol), or bytes that may be one.
-BODY_DESCRIPTOR = re.compile(rb"\x00S[u-w]|\x80\x00{7}[u-w]|amqp:")
+BODY_DESCRIPTOR = re.compile(rb"\x00S[u-w]|\x80\x00{7}[u-w]|amqp:(?:data:|amqp-)")
 FIXED_WIDTHS = (0, 1, 2, 4, 8, 16)  # of the format codes 0x4_ to 0x9_ (AMQP 1.0 §1.6)
 # The header of a message msgcap could not capture whose body is kept in another form: the encoded
 # body sections (an ``amqp-value`` map...), or the transfer's payload as it came.
@@ -401,9 +401,9 @@ def _only_data_section(payload: bytes, size: int) -> bool:
     return payload.startswith(SHORT_DATA, head) and BODY_DESCRIPTOR.search(payload, 0, head) is None
 
 
-def body_of(msg: proton.Message, payload: bytes) -> str | bytes:
+def body_of(msg: proton.Message, payload: bytes, content_type: str | None) -> str | bytes:
     """The body of ``payload`` (decoded into ``msg``) as captured: the data sections' bytes
-    joined (AMQP 1.0 §3.2), text in its charset when the content type is ``text/*``; an
+    joined (AMQP 1.0 §3.2), text in its charset when ``content_type`` is ``text/*``; an
     ``amqp-value`` string as text, binary as bytes; no body (or an ``amqp-value`` null) as
     empty bytes. ``Uncaptured`` for a body of another kind or text that does not decode,
     ``ValueError`` for a payload that is not an AMQP message.
@@ -421,15 +421,15 @@ def body_of(msg: proton.Message, payload: bytes) -> str | bytes:
             if not msg.inferred:
                 return bytes(body)
             if _only_data_section(payload, len(body)):
-                return _text_or_bytes(msg, bytes(body))
+                return _text_or_bytes(bytes(body), content_type)
     sections = sections_of(payload)
     body_sections = [s for s in sections if DATA <= s[0] < FOOTER]
     if not body_sections or (body_sections[0][0] == VALUE and body is None):
         return b""
     if body_sections[0][0] == DATA:
-        return _text_or_bytes(msg, b"".join(
+        return _text_or_bytes(b"".join(
             payload[value + (2 if payload[value] == 0xA0 else 5):end]
-            for _, _, value, end in body_sections))
+            for _, _, value, end in body_sections), content_type)
     if kind is str or kind is memoryview or kind is bytes:
         return body if kind is str else bytes(body)
     what = body_kind(msg)
@@ -438,10 +438,9 @@ def body_of(msg: proton.Message, payload: bytes) -> str | bytes:
                      payload[body_sections[0][1]:body_sections[-1][3]], what)
 
 
-def _text_or_bytes(msg: proton.Message, data: bytes) -> str | bytes:
-    """A data body: text in its charset when the content type is ``text/*`` (as on STOMP), else
+def _text_or_bytes(data: bytes, content_type: str | None) -> str | bytes:
+    """A data body: text in its charset when ``content_type`` is ``text/*`` (as on STOMP), else
     the bytes; ``Uncaptured`` when the charset is unknown or the bytes are not such text."""
-    content_type = pn_message_get_content_type(msg._msg)
     charset = text_charset(content_type) if content_type else None
     if charset is None:
         return data
@@ -474,16 +473,15 @@ def message_of(msg: proton.Message, payload: bytes, ack: Any, max_bytes: int
     try:
         pn_message_clear(msg._msg)  # proton keeps fields of the previous message that this
         msg.decode(payload)  # one's sections do not set (a message-id, without properties)
-        body = body_of(msg, payload)
+        headers = headers_of(msg)
+        body = body_of(msg, payload, headers.get("content-type"))
     except (ValueError, proton.ProtonException) as exc:
         message = Message("", {BODY_KIND: NOT_A_MESSAGE}, b"", ack, None)
         return _uncaptured(message, Uncaptured(
             f"the transfer's payload is not an AMQP message: {exc}", payload), max_bytes)
     except Uncaptured as exc:
-        headers = headers_of(msg)
         return _uncaptured(Message(headers.get("message-id", ""), headers, b"", ack, None),
                            exc, max_bytes)
-    headers = headers_of(msg)
     message = Message(headers.get("message-id", ""), headers, b"", ack, None)
     size = body_size(body)
     if size > max_bytes:

@@ -20,8 +20,10 @@ retry; ``Lost`` in the inbox is a lost connection.
 * Each connection has an epoch. What arrives (messages, ``Unreadable`` ones, ``Lost`` markers)
   goes into the ``Inbox`` in order; the capture takes all that is there at once
   (``receive_many``), which raises ``Redelivery`` for the loss of the current connection, after
-  the messages that came before it, and ``Unreadable`` in its turn. A message of an older
-  connection is never acknowledged: the broker redelivers it.
+  the messages that came before it, and ``Unreadable`` in its turn (one with no id of its own,
+  an AMQP message without message-id, named for its error by the header ``jms.id`` names, else
+  by its position since the connection opened: ``_named``). A message of an older connection is
+  never acknowledged: the broker redelivers it.
 * Nothing is acknowledged before it is durable. ``jms.ack=client`` (the default) settles the
   longest run of delivered messages that are all durable; a message still held (an open
   transaction not yet spilled) stops the run, and what follows it waits. An adapter whose

@@ -80,6 +80,23 @@ def test_every_transfer_is_a_message_or_a_named_message_error() -> None:
             src.close()
 
 
+def test_a_message_without_properties_has_no_message_id_of_the_one_before() -> None:
+    """A producer that sends no properties section (rhea, a bare data section): its message has
+    no message-id, not the previous message's (proton's decode keeps what a payload does not
+    set; with jms.id=JMSMessageID the capture would drop it as a redelivery)."""
+    transfers = [data_message(b"first", message_id="ID:first"), b"\x00Su\xa0\x06second"]
+    with FakeBroker(_free_port(), transfers) as broker:
+        src = AmqpSource([broker.url], "/queue/q", prefetch=10)
+        src.open()
+        try:
+            first, second = _drain(src, 2)
+            assert isinstance(first, Message) and first.id == "ID:first"
+            assert isinstance(second, Message) and second.body == b"second"
+            assert second.id == "" and "message-id" not in second.headers
+        finally:
+            src.close()
+
+
 def test_a_transfer_the_broker_aborts_is_dropped_and_gives_its_credit_back() -> None:
     """A broker that aborts a large delivery half way (AMQP 1.0 §2.6.14): what came of it is
     dropped, nothing is captured of it, and with jms.prefetch=1 the next messages still come."""

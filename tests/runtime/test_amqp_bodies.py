@@ -208,7 +208,8 @@ def test_an_oversized_delivery_has_the_header_sections_it_kept_whole() -> None:
 _sections = st.lists(st.binary(max_size=300), min_size=1, max_size=4)
 
 
-@given(_sections, st.booleans(), st.booleans(), st.sampled_from([None, "SEQ\x00Su", "x"]))
+@given(_sections, st.booleans(), st.booleans(),
+       st.sampled_from([None, "SEQ\x00Su", "amqp:data:binary", "amqp://host/q", "x"]))
 def test_the_one_section_shortcut_agrees_with_walking_the_sections(
         parts: list[bytes], wide: bool, footer: bool, text: str | None) -> None:
     """Whatever the data (even bytes that look like a section's head) and however its sections
