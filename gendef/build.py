@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gendef.defgen import read_defs
-from gendef.model import Definitions, DefsHeader, Table
+from gendef.model import UTF8_WIDTH, Definitions, DefsHeader, Table, sized_text
 from gendef.userdefs import user_definitions
+from props.codepages import code_page
 from props.errors import DefinitionError, PropertyError
 from props.expr import Const, Field, normalize_field
 from props.settings import FixedSettings, ParserCommon, Settings
@@ -137,7 +138,19 @@ def build_definitions(settings: Settings) -> Definitions:
     else:
         tables = load_source_definitions(settings).tables
     log.debug("definitions for %s: %s", settings.file, ", ".join(t.name for t in tables))
-    return Definitions(tuple(t.normalized() for t in tables), DefsHeader(), copybook)
+    width = text_width(settings)
+    return Definitions(tuple(Table.build(t.name, [sized_text(c, width) for c in t.columns])
+                             for t in tables), DefsHeader(), copybook)
+
+
+def text_width(settings: Settings) -> int:
+    """The most UTF-8 bytes a character of the parser's text columns takes in the trail: one
+    of ``fixed.encoding``'s characters; any character for the delimited and XML parsers,
+    whose text is Unicode (source-definitions.md §6.3)."""
+    parser = settings.parser
+    if isinstance(parser, FixedSettings):
+        return code_page(parser.encoding).utf8_width()
+    return UTF8_WIDTH
 
 
 def shared_copybook(path: str, definitions: Definitions | None) -> Copybook:

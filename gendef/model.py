@@ -94,13 +94,24 @@ class Column:
         return self.type_code == VARCHAR and self.sub_type == SUBTYPE_NUMBER_TEXT
 
     @property
+    def is_text(self) -> bool:
+        """A CHAR or VARCHAR of characters (not a NUMBER carried as text)."""
+        return self.type_code == CHAR or (self.type_code == VARCHAR and not self.is_number_text)
+
+    @property
+    def characters(self) -> int:
+        """How many characters the column holds: field 22 (Character Length) when set, else
+        field 3, whose bytes are then characters too (source-definitions.md §6.3)."""
+        return self.character_length or self.external_length
+
+    @property
     def kind(self) -> str:
         """A short readable kind: CHAR(n), VARCHAR(n), NUMBER(p,s), NUMBER, DATE, TIMESTAMP(f)."""
         t = self.type_code
         if t == CHAR:
-            return f"CHAR({self.external_length})"
+            return f"CHAR({self.characters})"
         if t == VARCHAR:
-            return "NUMBER" if self.is_number_text else f"VARCHAR({self.external_length})"
+            return "NUMBER" if self.is_number_text else f"VARCHAR({self.characters})"
         if t == NUMBER:
             return f"NUMBER(scale {self.scale})"
         if t == DATETIME:
@@ -164,6 +175,24 @@ def datetime_column(name: str, length: int, key: bool = False) -> Column:
     return Column(name, DATETIME, length, internal_length=length, binary_length=length,
                   table_length=length, least_significant_dt=lsdt, key=key,
                   native_type=187 if length > 19 else 12)
+
+
+UTF8_WIDTH = 4  # the most bytes a character takes in UTF-8: text of any character (XML, delimited)
+
+
+def sized_text(col: Column, width: int) -> Column:
+    """A text column of n characters of ``width`` UTF-8 bytes at most, as the trail (UTF-8)
+    carries it: fields 3, 9 and 10 the n × width bytes a value may take, field 22 the n
+    characters (0 when every character is one byte, so ASCII definitions keep their bytes).
+    Other columns, and text columns already that wide, are returned as they are."""
+    if not col.is_text:
+        return col
+    n = col.characters
+    size = n * width
+    if size == n or (col.external_length >= size and col.internal_length >= size):
+        return col
+    return replace(col, external_length=size, internal_length=size, binary_length=size,
+                   character_length=n)
 
 
 # -- tables --------------------------------------------------------------------------------------

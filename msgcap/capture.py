@@ -14,6 +14,8 @@ This loop adds what only a live source needs:
 * **Redelivery**: when the broker connection was lost, whatever is written is made durable and
   the assembler restarts from the trail's state, exactly as after a crash; the broker redelivers
   everything unacknowledged and the duplicate rule (§9.2) skips what the trail already holds.
+  A connection lost while a dead letter waits for the broker's confirmation is the same
+  (``Redelivery`` from the error policy, in ``_many`` / ``_unreadable``).
 * **Errors**: under ``abend`` the transactions before the bad message are made durable and
   acknowledged, then the error propagates; the bad message (and any open transaction) stays
   unacknowledged. ``discard`` is the pipeline's, the loop only acknowledges after durability.
@@ -240,7 +242,11 @@ class Capture:
             if archive is not None:
                 archive.append(message, id=raw_id)
             # a MessageError from here on is error.policy=abend
-            self._take(message, raw_id, pipeline.complete(message, raw_id, parsed))
+            try:
+                self._take(message, raw_id, pipeline.complete(message, raw_id, parsed))
+            except Redelivery as event:  # lost while a dead letter was confirmed
+                self._redelivery(str(event))
+                return
         if self._group_first is not None and self._clock() - self._group_first >= GROUP_SECONDS:
             self._flush()
 
@@ -251,7 +257,10 @@ class Capture:
             return
         if self.archive is not None:
             self.archive.append(message)
-        self._take(message, message.id, self.pipeline.refuse(message, error))
+        try:
+            self._take(message, message.id, self.pipeline.refuse(message, error))
+        except Redelivery as event:  # lost while its dead letter was confirmed
+            self._redelivery(str(event))
 
     def _journaled_again(self, message: Message) -> bool:
         """Whether the message is in the spill journal (then it is acknowledged and skipped):

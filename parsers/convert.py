@@ -159,11 +159,11 @@ def build_converter(column: Column, dateformat: str | TimeFormat | None = None,
     """
     t = column.type_code
     if t == CHAR:
-        return _char_converter(column.external_length)
+        return _char_converter(column.characters)
     if t == VARCHAR:
         if column.is_number_text:
             return _number_text_converter(column.external_length)
-        return _varchar_converter(column.external_length)
+        return _varchar_converter(column.characters)
     if t in _INT_RANGES:
         low, high = _INT_RANGES[t]
         return _scaled_converter(column.scale, low, high)

@@ -84,6 +84,11 @@ class CodePage:
     def encode(self, text: str, errors: str = "strict") -> tuple[bytes, int]:
         return codecs.charmap_encode(text, errors, self._encoding_map)
 
+    def utf8_width(self) -> int:
+        """The most UTF-8 bytes one character of this page takes: what a text column of n
+        characters needs in the trail, whose text is UTF-8 (source-definitions.md §6.3)."""
+        return max((len(c.encode()) for c in self.table if c != UNDEFINED), default=1)
+
     def codec_info(self) -> codecs.CodecInfo:
         """A codec over this table, for code written against ``codecs`` (never registered)."""
         return codecs.CodecInfo(self.encode, self.decode, name=self.name)

@@ -5,6 +5,7 @@
 #   bash scripts/rabbitmq.sh stop      # stop the node this directory started (by its pid)
 #   bash scripts/rabbitmq.sh status    # "running pid N stomp://127.0.0.1:PORT" or exit 1
 #   bash scripts/rabbitmq.sh restart   # same node, same data: durable queues keep their messages
+#   bash scripts/rabbitmq.sh queues    # the node's queues, one a line: name, messages, durable
 #
 # Environment:
 #   MSGCAP_BROKER_DIR   private directory for the node's data, logs, config, cookie and pid files
@@ -197,10 +198,18 @@ status() {
     fi
 }
 
+# What the node holds, as rabbitmqctl sees it (not through STOMP or AMQP, which may declare).
+queues() {
+    broker_alive || { echo "not running" >&2; return 1; }
+    _node_env
+    /usr/lib/rabbitmq/bin/rabbitmqctl -q list_queues --no-table-headers name messages durable
+}
+
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
     restart) stop; start ;;
     status) status ;;
-    *) echo "usage: $0 start|stop|restart|status" >&2; exit 2 ;;
+    queues) queues ;;
+    *) echo "usage: $0 start|stop|restart|status|queues" >&2; exit 2 ;;
 esac

@@ -76,6 +76,12 @@ class Broker:
         """The script's status line (its URLs); a RuntimeError when the broker is not running."""
         return self._script("status")
 
+    def queues(self) -> dict[str, tuple[int, bool]]:
+        """A RabbitMQ node's queues as rabbitmqctl lists them (not through STOMP or AMQP, which
+        may declare one): name -> (messages, durable)."""
+        rows = (line.split("\t") for line in self._script("queues").splitlines() if line)
+        return {name: (int(messages), durable == "true") for name, messages, durable in rows}
+
     def running(self) -> bool:
         try:
             self.status()

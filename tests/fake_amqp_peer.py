@@ -92,6 +92,8 @@ class _Peer(MessagingHandler):
         if link.is_sender:
             self.sender = link
             self.max_message_size = link.remote_max_message_size
+            link.snd_settle_mode = link.remote_snd_settle_mode  # as asked: unsettled
+            link.rcv_settle_mode = link.remote_rcv_settle_mode
         else:
             link.flow(100)
 

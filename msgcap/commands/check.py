@@ -21,8 +21,10 @@ writable or creatable, the trail's free space), the writer locks (a running
 capture named by its pid), the checkpoint against the trail, and the source: a
 spool directory readable and writable, or the broker connected (TLS verified),
 logged in and the destination subscribed (jms.selector accepted), without taking
-or acknowledging a message. It prints each table's layout (offsets, lengths,
-types, keys) and, with --sample, the operations the messages would become.
+or acknowledging a message or creating a queue (a missing queue is a problem; the
+messages waiting are counted where the broker tells). It prints each table's
+layout (offsets, lengths, types, keys) and, with --sample, the operations the
+messages would become.
 
 exit status:
   0  no problem found

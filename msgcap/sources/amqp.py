@@ -3,13 +3,28 @@ Service Bus, Solace, Qpid and RabbitMQ over python-qpid-proton, a protocol adapt
 core (``msgcap.sources.broker``), which owns failover, back-off, redelivery, the ack policy and
 dead letters.
 
-* Threading: proton's objects may be touched by one thread only, and its reactor
+* Threading: proton's objects are not thread-safe, and its reactor
   (``proton.reactor.Container``) does its I/O inside ``process()``. The capture thread runs it,
   in ``_wait`` (as ``proton.utils.BlockingConnection`` does): receiving, settling and publishing
-  happen on one thread, with no lock, no hand-off between threads and no GIL switch per batch,
-  which a 2-core machine shared with the broker feels. The cost: the connection's idle-timeout
-  frames are sent and checked only while the capture calls ``receive_many``, which it does at
-  least once per commit interval, far within any idle timeout a broker asks for.
+  happen on the capture thread, with no hand-off between threads and no GIL switch per batch,
+  which a 2-core machine shared with the broker feels. But the capture may be busy for long
+  between two pumps (one large message or transaction parsed and written), and a broker with a
+  short idle timeout would drop it, a reset would go unseen. So a keep-alive thread
+  (``Connection.keep_alive``) pumps without waiting whenever the capture thread has not pumped
+  for ``KEEPALIVE_PART`` of the shorter idle timeout (ours or the broker's; ``KEEPALIVE_SECONDS``
+  without one): empty frames go out, the broker's are read, the idle timeouts are checked, and a
+  reset or close becomes a ``Lost`` in ``arrived`` at once. Every use of proton's objects holds
+  ``Connection.lock`` (an RLock): the hot path takes it uncontended once per pump and once per
+  group of acceptances, and the keep-alive thread never waits for it (held, the capture thread
+  is doing the I/O itself), so the capture pays a few hundred nanoseconds per batch and no
+  thread switch. TCP keep-alive on the socket notices a broker that vanished without a reset
+  when neither side has an idle timeout.
+* Settlement: the receiver asks for snd-settle-mode ``unsettled`` and rcv-settle-mode ``first``:
+  the broker keeps each message until msgcap accepts it. A broker that attaches with another
+  sender settle mode is refused at the attach (``_subscribe``); one that sends a delivery
+  settled all the same (it may have deleted the message as it sent it) stops the capture at
+  that delivery, before anything of it is read (``Connection._settled_by_broker``, a fatal
+  ``Lost``), with one line naming the broker's URL.
 * Exactly once: the receiver's link credit is ``jms.prefetch``, given back as messages are
   accepted, so no more than that many are ever unsettled. A delivery is accepted (disposition
   ``accepted``, settled) only in ``_acknowledge``, once it is durable; closing the connection
@@ -17,7 +32,9 @@ dead letters.
   delivery count at 0). AMQP settles per delivery, so ``jms.ack=client`` and
   ``client-individual`` both settle each durable message (proton coalesces the dispositions).
 * Addresses: on RabbitMQ 3.x (its AMQP 1.0 plugin) ``jms.destination`` is the address as written
-  (``/queue/NAME``, ``/topic/NAME``); elsewhere the address is NAME and the terminus capability
+  (``/queue/NAME``, ``/topic/NAME``), but a queue that exists is consumed through
+  ``/amq/queue/NAME``, which takes it whatever its durability and never declares it
+  (``existing_node_of``); elsewhere the address is NAME and the terminus capability
   ``queue`` or ``topic`` says which, as Qpid JMS sends it. A topic is a durable subscription:
   container id and link name ``trail.extract``, terminus durable with expiry ``never``; a
   connection closed (not the link) keeps it.
@@ -38,7 +55,9 @@ dead letters.
   the headers it holds and an empty body (``oversized_of``); a body over the limit in a smaller
   transfer is the same.
 * Failures: a refused login (SASL) or certificate stops capture with one line; anything else
-  (refused connection, lost connection, a detached link) is retried by the core. After a failed
+  (refused connection, lost connection, a detached link) is retried by the core, also a
+  connection lost while a dead letter waits for its outcome (``ConnectionLost`` from
+  ``_publish``: the core reconnects and the original comes again). After a failed
   TLS connection ``msgcap.sources.tls.diagnose`` says why; a certificate only proton refuses is
   one whose IP address proton cannot match (``proton_refusal``).
 """
@@ -46,9 +65,12 @@ dead letters.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import re
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -57,6 +79,7 @@ from urllib.parse import quote
 
 from msgcap.sources.base import (
     HEADER_BYTES,
+    QueueFacts,
     Unreadable,
     body_size,
     failure_words,
@@ -69,6 +92,7 @@ from msgcap.sources.broker import (
     Backoff,
     BrokerSource,
     ConnectFailed,
+    ConnectionLost,
     Delivery,
     Endpoint,
     Lost,
@@ -97,6 +121,9 @@ except ImportError:
                       "OpenSSL headers)") from None
 
 log = logging.getLogger("msgcap.source")
+# proton logs a reset as ERROR lines of its own ("Couldn't recv: ConnectionResetError"); msgcap
+# says what happened to the connection itself, in one line
+logging.getLogger("proton").setLevel(logging.CRITICAL)
 
 PORTS = {"amqp": 5672, "amqps": 5671}
 OPEN_TIMEOUT = 10.0  # connection, login and attach
@@ -114,6 +141,14 @@ NOT_SENT = frozenset(("message-id", "correlation-id", "destination", "timestamp"
 # The longest wait in proton's select before ``_wait`` looks whether it was interrupted.
 SLICE = 0.25
 SEND_WINDOW = 500  # messages msgcap send leaves unconfirmed at most
+# The keep-alive thread pumps when the capture thread has not for this part of the shorter idle
+# timeout (ours, jms.heartbeat's second number, or the broker's), or for KEEPALIVE_SECONDS
+# when neither side has one (a reset is then still noticed while the capture is busy).
+KEEPALIVE_PART = 0.25
+KEEPALIVE_SECONDS = 1.0
+# TCP keep-alive on the socket (s): a broker that vanished without a reset (its host gone, a
+# link cut) is noticed within about IDLE + INTERVAL * COUNT even with jms.heartbeat=0,0.
+TCP_KEEPALIVE = {"TCP_KEEPIDLE": 10, "TCP_KEEPINTVL": 5, "TCP_KEEPCNT": 3}
 
 
 def parse_urls(urls: Sequence[str]) -> list[Endpoint]:
@@ -153,6 +188,12 @@ class Broker:
         return self.product == "RabbitMQ" and not self.rabbitmq3
 
     @property
+    def artemis(self) -> bool:
+        """ActiveMQ Artemis: it creates a queue a receiver attaches to (its default address
+        settings), and answers management requests sent to ``activemq.management``."""
+        return self.product == "apache-activemq-artemis"
+
+    @property
     def name(self) -> str:
         if not self.product:
             return "a broker that does not name itself"
@@ -164,6 +205,8 @@ def broker_of(properties: dict[Any, Any] | None) -> Broker:
     props = {str(k): v for k, v in (properties or {}).items()}
     return Broker(str(props.get("product") or ""), str(props.get("version") or ""))
 
+
+NOT_FOUND = "amqp:not-found"  # the error condition of an attach to a node that does not exist
 
 # Terminus durability (AMQP 1.0 §3.5.5): none, configuration, unsettled-state.
 NOT_DURABLE, DURABLE_CONFIGURATION, DURABLE_DELIVERIES = 0, 1, 2
@@ -195,6 +238,23 @@ def node_of(destination: str, broker: Broker, *, subscribe: bool = False) -> Nod
     if broker.rabbitmq4 and kind == "queue" and not name.startswith("/"):
         name = f"/queues/{quote(name, safe='')}"
     return Node(name, kind, durability)
+
+
+def existing_node_of(destination: str, broker: Broker) -> Node | None:
+    """Where the broker has one, the address that consumes the queue ``jms.destination`` names
+    only if it exists, whatever its durability, and never declares it: RabbitMQ 3.x's
+    ``/amq/queue/NAME`` (its ``/queue/NAME`` declares the queue durable, and that attach is
+    refused for a queue a producer declared non-durable). None elsewhere."""
+    name = destination.removeprefix("/queue/")
+    if not broker.rabbitmq3 or name == destination or not name or "/" in name:
+        return None
+    return Node(f"/amq/queue/{name}", "queue", NOT_DURABLE)
+
+
+def queue_name(destination: str) -> str:
+    """The queue's own name in ``jms.destination``: NAME of ``/queue/NAME``, QUEUE of an
+    Artemis ``ADDRESS::QUEUE``."""
+    return destination.removeprefix("/queue/").rpartition("::")[2]
 
 
 # -- message conversion ---------------------------------------------------------------------------
@@ -440,7 +500,12 @@ def body_of(msg: proton.Message, payload: bytes, content_type: str | None) -> st
 
 def _text_or_bytes(data: bytes, content_type: str | None) -> str | bytes:
     """A data body: text in its charset when ``content_type`` is ``text/*`` (as on STOMP), else
-    the bytes; ``Uncaptured`` when the charset is unknown or the bytes are not such text."""
+    the bytes; ``Uncaptured`` when the charset is unknown or the bytes are not such text, and
+    for a serialized Java object (a JMS ObjectMessage: no record, whatever its bytes)."""
+    if content_type == SERIALIZED_OBJECT:
+        raise Uncaptured(f"AMQP body is a serialized Java object (content-type {content_type}, "
+                         "a JMS ObjectMessage): only records can be captured", data,
+                         f"data section, {SERIALIZED_OBJECT}")
     charset = text_charset(content_type) if content_type else None
     if charset is None:
         return data
@@ -658,11 +723,19 @@ class Connection:
         self.failure: str | None = None  # why the connection (or an attach) ended, in words
         self.refused: str | None = None  # a login or certificate refused: no retry cures it
         # the error the broker closed a link or session with (an attach it refused: a queue
-        # declared otherwise, an address that does not exist, no permission)
+        # declared otherwise, an address that does not exist, no permission), and its condition
         self.link_refusal: str | None = None
+        self.refusal_condition: str | None = None  # e.g. amqp:not-found
         self.opened = False
         self.closing = False
+        self.ended = False  # the connection itself ended (not only a link or a session)
         self.receiver: Any = None
+        # every use of proton's objects holds it: the capture thread's (pump, settle, publish)
+        # and the keep-alive thread's pump (see the module doc)
+        self.lock = threading.RLock()
+        self.pumped = time.monotonic()  # when a pump last ended
+        self._keepalive: threading.Thread | None = None
+        self._keepalive_stop = threading.Event()
         self._senders: dict[str, Any] = {}
         self._scratch = ProtonMessage()  # decoded into, message after message
         self._arriving: Arriving | None = None  # a delivery coming in several transfers
@@ -691,15 +764,18 @@ class Connection:
         self.opened = True
 
     def on_connection_remote_close(self, event: Any) -> None:
+        self.ended = True
         self._ended(_condition_text(event.connection.remote_condition) or BROKER_CLOSED)
 
     def on_session_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.session.remote_condition)
+        self._refused_with(event.session.remote_condition)
         self.link_refusal = self.link_refusal or condition or None
         self._ended("the broker ended the session" + (f" ({condition})" if condition else ""))
 
     def on_link_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.link.remote_condition)
+        self._refused_with(event.link.remote_condition)
         self.link_refusal = self.link_refusal or condition or None
         what = "receiver" if event.link.is_receiver else "sender"
         self._ended(f"the broker closed the {what} link" + (f" ({condition})" if condition
@@ -713,14 +789,18 @@ class Connection:
             self.refused = f"the broker refused the login (SASL {self.options.mechanisms}): {text}"
         elif name == "proton:io" or not self.opened:
             text = unreachable(self.endpoint.host, self.endpoint.port, OPEN_TIMEOUT) or text
+        self.ended = True
         self._ended(text or BROKER_CLOSED)
 
     def on_transport_closed(self, event: Any) -> None:
+        self.ended = True
         self._ended(BROKER_CLOSED)
 
     def on_delivery(self, event: Any) -> None:
         """A transfer came: what it holds is read at once, whole or not (``Arriving``), and
         once the delivery is complete it is a ``Message`` or ``Unreadable`` in ``arrived``."""
+        if self._settled_by_broker(event.delivery):
+            return
         delivery = event.delivery
         link = delivery.link
         if not link.is_receiver or not delivery.readable:
@@ -750,6 +830,27 @@ class Connection:
             data = bytes(arriving.head)
         self.arrived.append(message_of(self._scratch, data, ack, self.max_bytes))
 
+    def _refused_with(self, condition: Any) -> None:
+        if self.link_refusal is None and condition is not None and condition.name:
+            self.refusal_condition = str(condition.name)
+
+    def _settled_by_broker(self, delivery: Any) -> bool:
+        """Whether the broker sent this delivery settled though the receiver asked for
+        unsettled ones: it may have deleted the message as it sent it, so a crash before the
+        trail holds it would lose it. Nothing of it is read; the capture stops at it (a fatal
+        ``Lost``), with one line naming the broker."""
+        if not delivery.settled or delivery.aborted or not delivery.link.is_receiver:
+            return False  # (an aborted transfer is settled by the abort: nothing was sent)
+        if self.failure is None:
+            self.failure = "a delivery sent settled"
+            self.arrived.append(Lost(self.epoch, self.failure, SourceError(
+                "the broker sent a message settled though msgcap asked for unsettled "
+                "deliveries: it may delete a message before msgcap has it in the trail, so "
+                "msgcap does not capture from it; this message may be gone from the broker, "
+                "and no more is taken",
+                url=self.endpoint.url)))
+        return True
+
     def _ended(self, why: str) -> None:
         if self.failure is None:
             self.failure = why
@@ -760,24 +861,75 @@ class Connection:
 
     def pump(self, timeout: float) -> None:
         """Do the I/O that is ready, waiting up to ``timeout`` s for some; run the events."""
-        container = self.container
-        if container is None:
-            return
-        container.timeout = timeout
-        try:
-            container.process()
-        except OSError as exc:  # resolving the host name, opening the socket
-            self._ended(failure_words(exc))
+        with self.lock:
+            container = self.container
+            if container is None:
+                return
+            container.timeout = timeout
+            try:
+                container.process()
+            except OSError as exc:  # resolving the host name, opening the socket
+                self.ended = True
+                self._ended(failure_words(exc))
+            self.pumped = time.monotonic()
+
+    def take_arrived(self) -> list[Any]:
+        """What arrived since the last call (the keep-alive thread's pumps add to it too)."""
+        with self.lock:
+            arrived, self.arrived = self.arrived, []
+        return arrived
 
     def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
         """Pump until ``condition()`` or the connection ends or ``timeout`` s pass."""
         deadline = time.monotonic() + timeout
-        while not condition():
+        while True:
+            with self.lock:
+                if condition():
+                    return True
             left = deadline - time.monotonic()
             if self.failure is not None or left <= 0:
                 return False
             self.pump(min(left, 1.0))
-        return True
+
+    def _keep_alive_loop(self, period: float) -> None:
+        """The keep-alive thread: every ``period`` s, pump (without waiting) unless the capture
+        thread pumped in the last half of it, so that empty frames go out, the broker's are read, the idle
+        timeout is checked and a reset is seen while the capture is busy with a large message
+        or transaction. It never waits for the lock: held, the capture thread is pumping or
+        settling itself."""
+        stop = self._keepalive_stop
+        while not stop.wait(period):
+            if (time.monotonic() - self.pumped < period / 2
+                    or not self.lock.acquire(blocking=False)):
+                continue
+            try:
+                if self.container is None:
+                    return
+                # one process() is one select: the first runs what is due (an empty frame is
+                # made, the broker's read), the second writes it out
+                self.pump(0)
+                self.pump(0)
+            finally:
+                self.lock.release()
+
+    def keep_alive(self) -> None:
+        """Start the keep-alive thread (once open: the broker's idle timeout is known) and turn
+        on TCP keep-alive on the socket. For the capture, whose thread may be busy for long
+        between pumps; from then on every use of proton's objects must hold ``lock``."""
+        transport = self.conn.transport
+        timeouts = [t for t in (self.options.idle_timeout,
+                                transport.remote_idle_timeout if transport else 0) if t]
+        period = min(timeouts) * KEEPALIVE_PART if timeouts else KEEPALIVE_SECONDS
+        self._keepalive = threading.Thread(target=self._keep_alive_loop, args=(period,),
+                                           name="msgcap-amqp-keepalive", daemon=True)
+        self._keepalive.start()
+        selectable = getattr(transport, "_selectable", None)  # proton keeps the socket there
+        sock = getattr(selectable, "_delegate", None)
+        if isinstance(sock, socket.socket):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            for name, seconds in TCP_KEEPALIVE.items():
+                if hasattr(socket, name):
+                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), seconds)
 
     def open(self) -> Broker:
         """Wait for the broker's open frame: the broker it names. ``Refused`` for a login or
@@ -804,23 +956,28 @@ class Connection:
 
     def attach_receiver(self, node: Node, *, name: str, selector: str | None) -> Any:
         """Attach a receiver from ``node`` (no credit yet; a durable subscription never
-        expires); the attached link, or ``ConnectFailed`` when the broker refuses it."""
-        from proton import Described, Terminus, symbol, ulong
+        expires; unsettled deliveries, settled by us first: snd-settle-mode ``unsettled``,
+        rcv-settle-mode ``first``); the attached link, or ``ConnectFailed`` when the broker
+        refuses it."""
+        from proton import Described, Link, Terminus, symbol, ulong
 
-        session = self.conn.session()
-        session.open()
-        receiver = session.receiver(name)
-        _terminus(receiver.source, node)
-        if node.durability == Terminus.DELIVERIES:
-            receiver.source.expiry_policy = Terminus.EXPIRE_NEVER
-        if selector:
-            receiver.source.filter.put_dict(
-                {symbol(SELECTOR_KEY): Described(ulong(SELECTOR_DESCRIPTOR), selector)})
-        receiver.max_message_size = self.max_bytes + HEADER_BYTES
-        receiver.open()
-        self._attached(receiver, node.address)
-        self.receiver = receiver
-        return receiver
+        with self.lock:
+            session = self.conn.session()
+            session.open()
+            receiver = session.receiver(name)
+            receiver.snd_settle_mode = Link.SND_UNSETTLED
+            receiver.rcv_settle_mode = Link.RCV_FIRST
+            _terminus(receiver.source, node)
+            if node.durability == Terminus.DELIVERIES:
+                receiver.source.expiry_policy = Terminus.EXPIRE_NEVER
+            if selector:
+                receiver.source.filter.put_dict(
+                    {symbol(SELECTOR_KEY): Described(ulong(SELECTOR_DESCRIPTOR), selector)})
+            receiver.max_message_size = self.max_bytes + HEADER_BYTES
+            receiver.open()
+            self._attached(receiver, node.address)
+            self.receiver = receiver
+            return receiver
 
     def _attached(self, link: Any, address: str) -> None:
         """Wait for the broker's attach: a link it refuses comes back without a terminus and
@@ -840,22 +997,40 @@ class Connection:
                 raise LinkRefused(why, subscribing=True)
             raise ConnectFailed(why, subscribing=True)
 
+    def forget_refusal(self) -> bool:
+        """After an attach the broker refused by ending only its session or link, with the
+        connection still open: forget that end (``failure``, the ``Lost`` it queued), so that
+        another attach can follow. False when the connection itself is gone."""
+        if not self._still_open():
+            return False
+        self.failure = self.link_refusal = self.refusal_condition = None
+        self.arrived = [item for item in self.arrived if not isinstance(item, Lost)]
+        return True
+
     def sender(self, node: Node) -> Any:
         """A sender link to ``node`` (one per address, attached once)."""
-        sender = self._senders.get(node.address)
-        if sender is None:
-            session = self.conn.session()
-            session.open()
-            sender = session.sender(f"msgcap-send-{node.address}")
-            _terminus(sender.target, node)
-            sender.open()
-            self._attached(sender, node.address)
-            self._senders[node.address] = sender
-        return sender
+        with self.lock:
+            sender = self._senders.get(node.address)
+            if sender is None:
+                session = self.conn.session()
+                session.open()
+                sender = session.sender(f"msgcap-send-{node.address}")
+                _terminus(sender.target, node)
+                sender.open()
+                self._attached(sender, node.address)
+                self._senders[node.address] = sender
+            return sender
 
     def close(self) -> None:
         """Close the connection (not its links: a durable subscription stays), waiting at most
         ``CLOSE_TIMEOUT`` for the broker; unsettled deliveries go back to the broker."""
+        self._keepalive_stop.set()
+        with self.lock:
+            self._close()
+        if self._keepalive is not None:
+            self._keepalive.join()
+
+    def _close(self) -> None:
         container = self.container
         if container is None:
             return
@@ -974,6 +1149,7 @@ class AmqpSource(BrokerSource):
         conn, broker = self._open(endpoint, epoch, self.options)
         try:
             self._subscribe(conn, broker, endpoint, durable=True).flow(self.prefetch)
+            conn.keep_alive()
         except BaseException:
             conn.close()
             raise
@@ -981,21 +1157,54 @@ class AmqpSource(BrokerSource):
         return broker.name
 
     def _subscribe(self, conn: Connection, broker: Broker, endpoint: Endpoint, *,
-                   durable: bool) -> Any:
+                   durable: bool, declare: bool = True) -> Any:
         """Attach the receiver (a topic as a durable subscription if ``durable``), refusing
-        what cannot work (``_refuse``) and a selector the broker did not take."""
+        what cannot work (``_refuse``) and a selector the broker did not take. A queue that
+        does not exist is declared only if ``declare`` (see ``_attach``); otherwise that is
+        one line naming it."""
         self._refuse(broker, endpoint)
         try:
-            receiver = conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
-                                            name=self.client_id, selector=self.selector)
+            receiver = self._attach(conn, broker, durable=durable, declare=declare)
         except LinkRefused:
-            raise SourceError(f"{broker.name} refused the subscription to {self.destination}: "
-                              f"{conn.link_refusal}", url=endpoint.url) from None
+            if declare or conn.refusal_condition != NOT_FOUND or self.topic:
+                raise SourceError(f"{broker.name} refused the subscription to "
+                                  f"{self.destination}: {conn.link_refusal}",
+                                  url=endpoint.url) from None
+            receiver = None  # (an address that does not declare, e.g. RabbitMQ 4's /queues/)
+        if receiver is None:
+            raise SourceError(f"queue {queue_name(self.destination)} does not exist on "
+                              f"{broker.name} at {endpoint.url}")
+        mode = receiver.remote_snd_settle_mode
+        if mode != receiver.SND_UNSETTLED:
+            said = {receiver.SND_SETTLED: "settled", receiver.SND_MIXED: "mixed"}.get(mode, mode)
+            raise SourceError(f"{broker.name} attached {self.destination} with sender settle "
+                              f"mode {said}, not the unsettled msgcap asked for: it may send a "
+                              "message settled and delete it before msgcap has it in the trail, "
+                              "so msgcap does not capture from it", url=endpoint.url)
         if self.selector and not _has_selector(receiver):
             raise PropertyError(f"{broker.name} at {endpoint.url} did not take the JMS selector "
                                 "filter (it would deliver every message); remove jms.selector",
                                 prop="jms.selector")
         return receiver
+
+    def _attach(self, conn: Connection, broker: Broker, *, durable: bool,
+                declare: bool) -> Any:
+        """The attached receiver. Where the broker can consume an existing queue without
+        declaring it (``existing_node_of``), that first, so a queue a producer declared
+        non-durable is consumed as it is; only when it does not exist (``amqp:not-found``) is
+        the queue declared as ``node_of`` says (durable), or, unless ``declare``, None."""
+        existing = existing_node_of(self.destination, broker)
+        if existing is not None:
+            try:
+                return conn.attach_receiver(existing, name=self.client_id,
+                                            selector=self.selector)
+            except LinkRefused:
+                if conn.refusal_condition != NOT_FOUND or not conn.forget_refusal():
+                    raise
+            if not declare:
+                return None
+        return conn.attach_receiver(node_of(self.destination, broker, subscribe=durable),
+                                    name=self.client_id, selector=self.selector)
 
     def _refuse(self, broker: Broker, endpoint: Endpoint) -> None:
         """What cannot work on ``broker`` stops capture before anything is consumed."""
@@ -1033,8 +1242,7 @@ class AmqpSource(BrokerSource):
             if left <= 0:
                 break
             conn.pump(min(left, SLICE))
-        inbox.extend(conn.arrived)
-        conn.arrived = []
+        inbox.extend(conn.take_arrived())
         return inbox.take(0, limit)
 
     def _acknowledge(self, deliveries: list[Delivery]) -> None:
@@ -1045,26 +1253,28 @@ class AmqpSource(BrokerSource):
         if conn is None or conn.receiver is None:
             return
         accepted = ProtonDelivery.ACCEPTED
-        for delivery in deliveries:
-            token = delivery.token
-            token.update(accepted)
-            token.settle()
-        conn.receiver.flow(len(deliveries))
-        conn.pump(0)  # the dispositions go out now, not at the next wait
+        with conn.lock:
+            for delivery in deliveries:
+                token = delivery.token
+                token.update(accepted)
+                token.settle()
+            conn.receiver.flow(len(deliveries))
+            conn.pump(0)  # the dispositions go out now, not at the next wait
 
     def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
         conn, broker = self._conn, self.broker
         if conn is None or broker is None:
             return "not connected"
-        try:
-            sender = conn.sender(node_of(destination, broker))
-        except ConnectFailed as exc:
-            return exc.why
-        delivery = sender.send(amqp_message(message, extra))
-        failure = outcome(conn, delivery, CONFIRM_TIMEOUT)
-        if conn.arrived:  # what came while we waited, in its turn
-            self._inbox.extend(conn.arrived)
-            conn.arrived = []
+        with conn.lock:
+            try:
+                sender = conn.sender(node_of(destination, broker))
+            except ConnectFailed as exc:
+                return exc.why
+            delivery = sender.send(amqp_message(message, extra))
+            failure = outcome(conn, delivery, CONFIRM_TIMEOUT)
+            if failure is not None and conn.ended:
+                raise ConnectionLost(failure)
+        self._inbox.extend(conn.take_arrived())  # what came while we waited, in its turn
         return failure
 
 
@@ -1083,15 +1293,20 @@ class AmqpProbe(AmqpSource):
     ``msgcap run`` does (same refusals, the selector filter checked), but without credit, so
     the broker delivers nothing; a topic without a durable subscription (one under the
     capture's name would take its place); container id and link name the extract's with
-    ``-check`` added, so a running capture is not disturbed. Each ``jms.url`` entry is tried
-    once, without back-off."""
+    ``-check`` added, so a running capture is not disturbed. Nothing is created: a queue is
+    attached only where that cannot declare it (RabbitMQ 3.x's ``/amq/queue/NAME``) or once the
+    broker said it exists (Artemis's management address); a missing queue is one line. How
+    many messages wait is what the broker tells (``QueueFacts``). Each ``jms.url`` entry is
+    tried once, without back-off."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["client_id"] = f"{kwargs.get('client_id', 'MSGCAP')}-check"
+        self.capture_id = kwargs.get("client_id", "MSGCAP")
+        kwargs["client_id"] = f"{self.capture_id}-check"
         super().__init__(*args, **kwargs)
 
     def probe(self) -> str:
-        """What was reached; ``SourceError`` / ``PropertyError`` when nothing works."""
+        """What was reached; ``SourceError`` / ``PropertyError`` when nothing works or the
+        queue does not exist."""
         failures = []
         for endpoint in self.endpoints:
             try:
@@ -1100,13 +1315,128 @@ class AmqpProbe(AmqpSource):
                 failures.append(f"cannot connect to {endpoint.url}: {exc.why}")
                 continue
             try:
-                self._subscribe(conn, broker, endpoint, durable=False)
+                looked = self._look(conn, broker, endpoint)
+                return f"{endpoint.url}: connected to {broker.name}, {looked}"
             except ConnectFailed as exc:
                 failures.append(f"cannot subscribe at {endpoint.url}: {exc.why}")
-                continue
             finally:
                 conn.close()
-            selector = " (jms.selector accepted)" if self.selector else ""
-            return (f"{endpoint.url}: connected to {broker.name}, subscribed to "
-                    f"{self.destination}{selector}; disconnected, nothing consumed")
         raise SourceError("; ".join(failures), url=self.url)
+
+    def _look(self, conn: Connection, broker: Broker, endpoint: Endpoint) -> str:
+        """Subscribe without creating anything, and say what the destination holds."""
+        said: list[str] = []
+        if broker.artemis:
+            facts, said = self._ask_artemis(conn, broker, endpoint)
+            if facts.exists is None:  # an attach would create it if it does not exist
+                return f"not subscribed to {self.destination}: {facts}"
+        receiver = self._subscribe(conn, broker, endpoint, durable=False, declare=False)
+        if not self.topic and not broker.artemis:
+            known = broker.rabbitmq4 or existing_node_of(self.destination, broker) is not None
+            said.append(str(QueueFacts(True if known else None, drained_available(conn, receiver),
+                                       f"{broker.name} does not say over AMQP 1.0")))
+        if self.selector:
+            said.append("jms.selector accepted")
+        return (f"subscribed to {self.destination}" + (f" ({'; '.join(said)})" if said else "")
+                + "; disconnected, nothing consumed")
+
+    def _ask_artemis(self, conn: Connection, broker: Broker,
+                     endpoint: Endpoint) -> tuple[QueueFacts, list[str]]:
+        """What Artemis's management address says of the queue (or the topic's address, and
+        the capture's durable subscription, a queue named ``CONTAINER-ID.LINK-NAME``), and the
+        words for it; a queue or address that does not exist is one line."""
+        kind = "topic" if self.topic else "queue"
+        name = (self.destination.removeprefix("/topic/") if self.topic
+                else queue_name(self.destination))
+        facts = artemis_count(conn, f"address.{name}" if self.topic else f"queue.{name}",
+                              "getNumberOfMessages" if self.topic else "getMessageCount")
+        if facts.exists is False:
+            raise SourceError(f"{kind} {name} does not exist on {broker.name} at {endpoint.url}")
+        if not self.topic or facts.exists is None:
+            return facts, [str(facts)]
+        subscription = f"{self.capture_id}.{self.capture_id}"
+        held = artemis_count(conn, f"queue.{subscription}", "getMessageCount")
+        if held.exists is False:
+            return facts, ["it exists", f"no durable subscription {subscription} yet"]
+        return facts, ["it exists",
+                       f"durable subscription {subscription}: {str(held).removeprefix('it exists, ')}"]
+
+
+DRAIN_TIMEOUT = 2.0  # for the broker's answer to a drain without credit
+_AVAILABLE = re.compile(r"<- @flow\(19\) \[.*\bavailable=(0x[0-9a-f]+|\d+)")
+
+
+def drained_available(conn: Connection, receiver: Any) -> int | None:
+    """How many messages the broker says wait for ``receiver``: the ``available`` field of
+    the flow it answers a drain without credit with (AMQP 1.0 §2.7.4; RabbitMQ 3.x sends the
+    queue's length there). proton keeps that field for senders only, so it is read from the
+    frame trace of this one exchange. None when the broker leaves it out."""
+    from proton import Transport
+
+    transport = conn.conn.transport
+    if transport is None:  # (the connection is gone)
+        return None
+    frames: list[str] = []
+    transport.tracer = lambda _transport, frame: frames.append(frame)
+    transport.trace(Transport.TRACE_FRM)
+    try:
+        receiver.drain(0)  # no credit: nothing is delivered
+        conn.wait_for(lambda: any(_AVAILABLE.search(f) for f in frames), DRAIN_TIMEOUT)
+    finally:
+        transport.trace(Transport.TRACE_OFF)
+    for frame in frames:
+        found = _AVAILABLE.search(frame)
+        if found:
+            return int(found[1], 0)
+    return None
+
+
+ARTEMIS_MANAGEMENT = "activemq.management"
+MANAGEMENT_TIMEOUT = 10.0
+ARTEMIS_NOT_FOUND = "AMQ229067"  # "Cannot find resource with name queue.NAME"
+
+
+def artemis_count(conn: Connection, resource: str, operation: str) -> QueueFacts:
+    """Ask Artemis's management address for ``operation`` (a count) of ``resource``
+    (``queue.NAME``, ``address.NAME``) without attaching to it, which would create it: the
+    request carries ``_AMQ_ResourceName`` and ``_AMQ_OperationName``, the reply comes to a
+    dynamic receiver (a temporary queue, gone with the connection). Whether the resource
+    exists and the count; both unknown without an answer (the login needs the ``manage``
+    permission)."""
+    import proton
+
+    session = conn.conn.session()
+    session.open()
+    replies = session.receiver(f"msgcap-check-reply-{resource}")
+    replies.source.dynamic = True
+    replies.open()
+    requests = session.sender(f"msgcap-check-request-{resource}")
+    requests.target.address = ARTEMIS_MANAGEMENT
+    requests.open()
+    try:
+        conn._attached(replies, "a temporary queue for the management reply")
+        conn._attached(requests, ARTEMIS_MANAGEMENT)
+    except ConnectFailed as exc:
+        return QueueFacts(None, None, f"Artemis's management address: {exc.why}")
+    replies.flow(1)
+    request = proton.Message(body="[]", reply_to=replies.remote_source.address, properties={
+        "_AMQ_ResourceName": resource, "_AMQ_OperationName": operation})
+    failure = outcome(conn, requests.send(request), MANAGEMENT_TIMEOUT)
+    if failure is not None:
+        return QueueFacts(None, None, f"Artemis's management address: {failure}")
+    conn.wait_for(lambda: any(isinstance(m, Message) for m in conn.arrived), MANAGEMENT_TIMEOUT)
+    reply = next((m for m in conn.arrived if isinstance(m, Message)), None)
+    conn.arrived = []
+    if reply is None:
+        return QueueFacts(None, None, "Artemis's management address did not answer in "
+                                      f"{MANAGEMENT_TIMEOUT:.0f} s")
+    text = reply.body if isinstance(reply.body, str) else bytes(reply.body).decode(errors="replace")
+    if reply.headers.get("_AMQ_OperationSucceeded") == "true":
+        try:
+            [count] = json.loads(text)
+            return QueueFacts(True, int(count))
+        except (ValueError, TypeError):
+            return QueueFacts(True, None, f"Artemis's management address answered {text!r}")
+    if ARTEMIS_NOT_FOUND in text:
+        return QueueFacts(False, None)
+    return QueueFacts(None, None, f"Artemis's management address: {text}")

@@ -162,6 +162,29 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What ``msgcap check`` learned of a queue without creating it: whether it exists and how
+    many messages wait in it (None: the broker does not tell, ``unknown_because`` says why).
+    Its text follows "subscribed to DESTINATION" in the report."""
+
+    exists: bool | None
+    messages: int | None
+    unknown_because: str = ""
+
+    def __str__(self) -> str:
+        count = (None if self.messages is None else
+                 f"{self.messages} message{'' if self.messages == 1 else 's'} waiting")
+        why = f": {self.unknown_because}" if self.unknown_because else ""
+        if self.exists is None:
+            if count is None:
+                return f"whether it existed and how many messages wait is unknown{why}"
+            return f"{count}; whether it existed before is unknown{why}"
+        if count is None:
+            return f"it exists; how many messages wait is unknown{why}"
+        return f"it exists, {count}"
+
+
 class Redelivery(Exception):
     """The connection was lost: unacknowledged messages will come again once it is back."""
 

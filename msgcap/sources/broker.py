@@ -31,7 +31,11 @@ retry; ``Lost`` in the inbox is a lost connection.
   ``client-individual`` settles each durable message. The broker stops at ``jms.prefetch``
   unsettled messages, so the capture ends a commit group before (``window``).
 * ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
-  broker's confirmation before the capture may acknowledge the original.
+  broker's confirmation before the capture may acknowledge the original. A connection lost
+  while it waits is a lost connection like any other (``Redelivery``, raised from the
+  capture's handling of the message): the original comes again and is dead-lettered then.
+* What no retry cures, found by the adapter as messages arrive (an AMQP delivery sent settled),
+  is a ``Lost`` marker with ``fatal``: the capture stops there, with one line.
 """
 
 from __future__ import annotations
@@ -133,12 +137,23 @@ class ConnectFailed(Exception):
 
 
 class Lost:
-    """Marker put in the inbox when connection ``epoch`` is gone."""
+    """Marker put in the inbox when connection ``epoch`` is gone; with ``fatal``, the broker did
+    what no retry cures (it sent a delivery settled): ``receive_many`` raises ``fatal`` when it
+    comes to the marker, after the messages before it, and the capture stops."""
 
-    __slots__ = ("epoch", "reason")
+    __slots__ = ("epoch", "fatal", "reason")
 
-    def __init__(self, epoch: int, reason: str) -> None:
-        self.epoch, self.reason = epoch, reason
+    def __init__(self, epoch: int, reason: str, fatal: MsgcapError | None = None) -> None:
+        self.epoch, self.reason, self.fatal = epoch, reason, fatal
+
+
+class ConnectionLost(Exception):
+    """Raised by ``_publish`` when the connection ended while it waited for the broker's
+    confirmation (``why`` in words): a reconnect like any other, not a refusal."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 class Delivery:
@@ -286,7 +301,8 @@ class BrokerSource(Source):
     @abstractmethod
     def _publish(self, destination: str, message: Message, extra: dict[str, str]) -> str | None:
         """Send ``message`` persistent, ``extra`` added to its headers, and wait for the
-        broker's confirmation: None, or the failure in words."""
+        broker's confirmation: None, or the failure in words; ``ConnectionLost`` when the
+        connection ended before the broker answered."""
 
     def _wait(self, timeout: float, limit: int | None) -> list[Any]:
         """What arrived (messages, ``Unreadable``, ``Lost``), at most ``limit``: taken from the
@@ -432,6 +448,8 @@ class BrokerSource(Source):
                 if messages:  # first the messages that came before the loss
                     self._inbox.put_back(items[index:])
                     break
+                if item.fatal is not None:
+                    raise item.fatal
                 self._lost(item.reason)
                 raise Redelivery(item.reason)
             if isinstance(item, Unreadable):  # in its turn, acknowledged in its turn
@@ -497,11 +515,17 @@ class BrokerSource(Source):
     def publish_confirmed(self, destination: str, message: Message,
                           extra: dict[str, str]) -> None:
         """Publish ``message`` (persistent, plus ``extra`` headers) and wait for the broker's
-        confirmation; raises ``SourceError`` when the broker does not confirm it."""
+        confirmation; raises ``SourceError`` when the broker does not confirm it, and
+        ``Redelivery`` when the connection ended first: then, as after any lost connection, the
+        original comes again (its dead letter may then be sent twice: both carry the original's
+        message-id)."""
         failure: str | None = "not connected"
         if self.connected:
             try:
                 failure = self._publish(destination, message, extra)
+            except ConnectionLost as lost:
+                self._lost(lost.why)
+                raise Redelivery(lost.why) from None
             except Exception as exc:  # noqa: BLE001 - client libraries raise plain Exceptions
                 failure = str(exc) or type(exc).__name__
         if failure is not None:

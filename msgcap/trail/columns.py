@@ -35,7 +35,7 @@ def _null_span(col: Column) -> bytes:
     if t == VARCHAR:
         return NULL_IND + b"\x00\x00"
     if t == CHAR:
-        return NULL_IND + bytes(col.external_length)
+        return NULL_IND + bytes(col.characters)
     if t == DATETIME:
         return NULL_IND + NULL_DATETIME[:col.external_length]
     return NULL_IND + bytes(_INT_SIZES[t])
@@ -53,6 +53,21 @@ def _fit_datetime(text: str, n: int) -> bytes:
     if len(b) >= 20 or (len(b) == 19 and n == 19):
         return b.ljust(n, b"0")
     raise ValueTooLong(f"datetime {text!r} does not fit length {n}")
+
+
+def _fit_char(v: str, n: int, size: int) -> bytes:
+    """CHAR text padded to its n characters, in at most ``size`` bytes: blanks past n
+    characters are dropped, and so are pad blanks past ``size`` bytes (text of characters
+    outside the column's code page, source-definitions.md §6.3)."""
+    text = v if len(v) <= n else v.rstrip(" ")
+    if len(text) > n:
+        raise ValueTooLong(f"{len(text)} characters do not fit CHAR({n})")
+    b = text.ljust(n).encode()
+    if len(b) > size:
+        b = b[:max(size, len(text.rstrip(" ").encode()))]
+        if len(b) > size:
+            raise ValueTooLong(f"{len(b)} bytes do not fit CHAR({n}) of {size} bytes")
+    return b
 
 
 def _absent(v: Any, null: bytes, kind: str) -> bytes:
@@ -82,25 +97,25 @@ def column_encoder(index: int, col: Column, layout: Layout) -> Encoder:
             except AttributeError:
                 return _absent(v, null, "str")
             k = len(b)
-            return (heads[k] if k < known else var(index, k + 4, 0, k)) + b
+            if k < known:
+                return heads[k] + b
+            if k > n:
+                raise ValueTooLong(f"{k} bytes do not fit {col.kind} of {n} bytes")
+            return var(index, k + 4, 0, k) + b
         return enc_var
     if t == CHAR:
-        head = entry(index, n + 2) + VALUE_IND
+        chars = col.characters  # and n, field 3: its most bytes (source-definitions.md §6.3)
+        head = entry(index, chars + 2) + VALUE_IND
 
         def enc_char(v: str) -> bytes:
             try:
                 b = v.encode()
             except AttributeError:
                 return _absent(v, null, "str")
-            if len(b) != n:
-                if len(b) < n:
-                    b = b.ljust(n)
-                else:
-                    b = v.rstrip(" ").encode()
-                    if len(b) > n:
-                        raise ValueTooLong(f"{len(b)} bytes do not fit CHAR({n})")
-                    b = b.ljust(n)
-            return head + b
+            if len(b) == chars == len(v):
+                return head + b
+            b = _fit_char(v, chars, n)
+            return entry(index, len(b) + 2) + VALUE_IND + b
         return enc_char
     if t in BE_INTS:
         head = entry(index, 2 + _INT_SIZES[t]) + VALUE_IND
@@ -184,11 +199,11 @@ class InlineColumns:
 
     ``body`` (statements at one indent level, inside a ``try``) unpacks ``values`` and sets
     ``h{i}``/``b{i}`` (entry head, value bytes; both empty for MISSING) of every column, or
-    returns None when a value is not the common case: a wrong type, a CHAR over its length, a
-    DATETIME not of its length, a VARCHAR over 255 bytes or 4 per character (the caller then
-    takes the per-column path, which raises every error). ``parts`` are the pieces of the D
-    area in order, ``size`` the expression of its length; ``space`` holds the names the source
-    uses.
+    returns None when a value is not the common case: a wrong type, a CHAR not ASCII or over
+    its length, a DATETIME not of its length, a VARCHAR over 255 bytes or its bytes (the
+    caller then takes the per-column path, which raises every error). ``parts`` are the pieces
+    of the D area in order, ``size`` the expression of its length; ``space`` holds the names
+    the source uses.
     """
 
     body: str
@@ -212,14 +227,16 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
         null = f"elif v{i} is None: h{i} = N{i}; b{i} = E"  # (after the common case)
         if t == VARCHAR:
             var = layout.entry_var.pack
-            # by byte length: n characters of up to 4 UTF-8 bytes each
-            space[f"H{i}"] = [var(i, k + 4, 0, k) for k in range(min(4 * n, 255) + 1)]
+            # by byte length, up to the column's bytes (a longer value: the per-column path)
+            space[f"H{i}"] = [var(i, k + 4, 0, k) for k in range(min(n, 255) + 1)]
             lines += [f"if type(v{i}) is str: b{i} = v{i}.encode(); h{i} = H{i}[len(b{i})]",
                       null, f"elif v{i} is MISSING: h{i} = E; b{i} = E; m += 8",
                       "else: return None"]
             fixed += 8  # the NULL entry too: index, length, FFFF, 0000
             varying.append(f"len(b{i})")
             continue
+        if t == CHAR:
+            n = col.characters  # ASCII text only below: its bytes are its characters
         size = _INT_SIZES[t] if t in BE_INTS else n
         space[f"C{i}"] = entry(i, size + 2) + VALUE_IND
         if len(null_span) == size + 2:
@@ -233,10 +250,14 @@ def inline_columns(table: Table, layout: Layout) -> InlineColumns:
             lines += [f"if type(v{i}) is int: h{i} = C{i}; b{i} = P{i}(v{i})", null, missing,
                       "else: return None"]
         elif t == CHAR:
-            lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode()",
-                      f" if len(b{i}) != {n}:", f"  if len(b{i}) > {n}: return None",
-                      f"  b{i} = b{i}.ljust({n})", f" h{i} = C{i}", null, missing,
-                      "else: return None"]
+            # n bytes for n characters: padding bytes is padding characters (the per-column
+            # path drops the blanks a wider character needs); wider columns take ASCII only
+            wider = col.external_length != n
+            differs = f"len(b{i}) != {n}" + (f" or len(v{i}) != {n}" if wider else "")
+            over = f"len(b{i}) > {n}" + (f" or len(b{i}) != len(v{i})" if wider else "")
+            lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode()", f" if {differs}:",
+                      f"  if {over}: return None", f"  b{i} = b{i}.ljust({n})",
+                      f" h{i} = C{i}", null, missing, "else: return None"]
         elif t == DATETIME:
             lines += [f"if type(v{i}) is str:", f" b{i} = v{i}.encode('ascii')",
                       f" if len(b{i}) != {n}: return None", f" h{i} = C{i}", null, missing,
@@ -296,6 +317,8 @@ def present_columns(table: Table, layout: Layout) -> PresentColumns | None:
             continue
         if t not in (CHAR, DATETIME):
             return None
+        if t == CHAR:
+            n = col.characters  # ASCII text only: its bytes are its characters
         head = entry(i, n + 2) + VALUE_IND
         tests.append(f"len(v{i}) == {n}")
         size += 6 + n

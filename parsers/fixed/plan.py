@@ -246,9 +246,9 @@ def _sourcedefs_plan(settings: Settings, f: FixedSettings, definitions: Definiti
                      f"header table {f.header!r} is not defined in fixed.sourcedefs or "
                      "fixed.userdefs")
     hlen = max([header.record_length,
-                *(c.fetch_offset + c.external_length for c in header.columns)])
+                *(c.fetch_offset + c.characters for c in header.columns)])
     formats: Callable[[str], str | None] = lambda n: f.dateformats.lookup(header.name, n)
-    head_fields = tuple(HeaderField(c.name, c.fetch_offset, c.fetch_offset + c.external_length,
+    head_fields = tuple(HeaderField(c.name, c.fetch_offset, c.fetch_offset + c.characters,
                                     None, formats(c.name)) for c in header.columns)
     used = used_header_fields(f, [c.name for c in header.columns])
     lead = [c for c in header.columns if c.name not in used]
@@ -273,5 +273,5 @@ def _columns_plan(trail: Table, lead: list[Column], columns: list[Column],
         raise DefinitionError(f"table {trail.name}: the definitions' columns are not the "
                               "header's unused columns followed by the table's")
     return _table_plan(trail, [(c.name, base + c.fetch_offset,
-                                base + c.fetch_offset + c.external_length, None, None)
+                                base + c.fetch_offset + c.characters, None, None)
                                for c, base in placed], hlen + record_length, f)

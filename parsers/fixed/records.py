@@ -96,7 +96,7 @@ def trail_value(col: Column, fmt: TimeFormat | None, digits: int, table: str) ->
     """A decoded copybook value (str, int, Decimal or None) → the trail value of its column."""
     t = col.type_code
     if t == CHAR:
-        n = col.external_length
+        n = col.characters
         return lambda v: v if len(v) == n else v.ljust(n)
     if t == DATETIME:
         convert = build_converter(col, fmt, table=table)
@@ -162,7 +162,7 @@ def field_converters(f: FieldLayout, col: Column, encoding: str, digits_ascii: b
     decode = decoder_for(f, encoding)
     to_trail = trail_value(col, fmt, f.digits, table)
     if col.type_code == CHAR and f.kind == "alnum" and not f.date_format:
-        n = col.external_length
+        n = col.characters
         decode_text = cast("Callable[[bytes], str]", decode)  # an alnum field decodes to text
 
         def raw_char(data: bytes) -> str:

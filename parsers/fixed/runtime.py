@@ -349,11 +349,11 @@ class FixedParser(ParserBase[FixedPlan]):
     def _parse(self, message: Message) -> Op:
         body = message.body
         raw = isinstance(body, bytes)
-        if raw and not self._copybook:
+        if isinstance(body, str) and body.endswith("\n"):  # a text body's line end
+            body = body[:-2] if body.endswith("\r\n") else body[:-1]
+        if raw and not self._copybook:  # every byte is data, a last LF (0x0A, 0x25) too
             body = self._text(cast(bytes, body))
             raw = False
-        if isinstance(body, str) and body.endswith("\n"):  # (not raw)
-            body = body[:-2] if body.endswith("\r\n") else body[:-1]
         n = len(body)
         hlen = self._header_length
         if n < hlen:

@@ -7,6 +7,7 @@ test_cli.py runs the same cases from property files through the console script.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,12 +51,24 @@ def _fixed(**kw) -> Settings:
 
 # -- delimited and XML --------------------------------------------------------------------------
 
-def test_delim_sourcedefs_are_returned_unchanged() -> None:
-    """§8.6: dirdef/sales.def comes back as written, with gendef's 4.0 header."""
+def test_delim_sourcedefs_come_back_with_text_columns_of_any_character() -> None:
+    """§8.6: dirdef/sales.def comes back as written, with gendef's 4.0 header, but for its
+    text columns: n characters of up to 4 UTF-8 bytes (source-definitions.md §6.3)."""
     s = Settings(parser_type="delim",
                  delim=DelimSettings(sourcedefs=str(DATA / "sales.def"), header=("optype",)))
     defs = build_definitions(s)
-    assert _blocks(defs) == (DATA / "sales.def").read_text()
+    assert _blocks(defs) == (DATA / "sales_gendef.txt").read_text()
+    read = read_defs(str(DATA / "sales.def"))
+    for table in defs:
+        was_table = read.get(table.name)
+        assert was_table is not None
+        for col, was in zip(table.columns, was_table.columns, strict=True):
+            if col.is_text:
+                n = was.external_length
+                assert (col.external_length, col.internal_length, col.binary_length,
+                        col.character_length) == (4 * n, 4 * n, 4 * n, n)
+            else:
+                assert col == replace(was, fetch_offset=col.fetch_offset)
     assert defs.header == DefsHeader()
     text = format_defs(defs, created="2024-03-01 10:15")
     assert text.startswith("*+- Defgen version 4.0, Encoding UTF-8\n")
@@ -64,7 +77,7 @@ def test_delim_sourcedefs_are_returned_unchanged() -> None:
 
 def test_xml_sourcedefs() -> None:
     s = Settings(parser_type="xml", xml=XmlSettings(sourcedefs=str(DATA / "mytable.def")))
-    assert _blocks(build_definitions(s)) == (DATA / "mytable.def").read_text()
+    assert _blocks(build_definitions(s)) == (DATA / "mytable_gendef.txt").read_text()
 
 
 def test_version_2_input_is_normalised_and_offsets_recomputed(tmp_path: Path) -> None:
@@ -72,7 +85,7 @@ def test_version_2_input_is_normalised_and_offsets_recomputed(tmp_path: Path) ->
     odd.write_text((DATA / "tcustmer_oracle.def").read_text().replace("       46  ", "       40  "))
     s = Settings(parser_type="delim", delim=DelimSettings(sourcedefs=str(odd)))
     assert [c.fetch_offset for c in load_source_definitions(s).tables[0].columns] == [0, 10, 40, 72]
-    assert _blocks(build_definitions(s)) == (DATA / "tcustmer_gendef.txt").read_text()
+    assert _blocks(build_definitions(s)) == (DATA / "tcustmer_delim_gendef.txt").read_text()
 
 
 def test_userdefs_follow_sourcedefs_in_order() -> None:
@@ -91,7 +104,8 @@ def test_userdefs_follow_sourcedefs_in_order() -> None:
     assert b is not None and b.offsets_follow_rule()
     assert [(c.type_code, c.external_length, c.scale, c.key) for c in b.columns] == [
         (NUMBER, 11, 0, True), (NUMBER, 11, 2, False), (VARCHAR, 32, 0, False),
-        (CHAR, 2, 0, False), (DATETIME, 10, 0, False), (DATETIME, 26, 0, False)]
+        (CHAR, 8, 0, False), (DATETIME, 10, 0, False), (DATETIME, 26, 0, False)]
+    assert [c.characters for c in b.columns[3:4]] == [2]
     assert b.columns[2].is_number_text
     assert [c.least_significant_dt for c in b.columns[4:]] == [2, 6]
     assert [c.native_type for c in b.columns] == [2, 2, 2, 96, 12, 187]

@@ -142,8 +142,8 @@ def assert_one_line_error(result, *words: str) -> None:
 @pytest.mark.parametrize(("props", "expected"), [
     (COPYBOOK_PROPS, "retail_expected.txt"),
     (SOURCEDEFS_PROPS, "tcustmer_gendef.txt"),
-    (DELIM_PROPS, "sales.def"),
-    (XML_PROPS, "mytable.def"),
+    (DELIM_PROPS, "sales_gendef.txt"),
+    (XML_PROPS, "mytable_gendef.txt"),
 ])
 def test_examples_on_stdout(home: Path, props: str, expected: str) -> None:
     r = gendef(home, *PROP, props=props)
@@ -165,8 +165,10 @@ def test_out_file_and_long_options(home: Path) -> None:
 
 
 def test_gendef_output_fed_back_gives_the_same_bytes(home: Path) -> None:
-    first = gendef(home, *PROP, "-out", "dirdef/gen1.def", props=SOURCEDEFS_PROPS)
+    """Text columns already sized for their characters (field 22 set) are not sized again."""
+    first = gendef(home, *PROP, "-out", "dirdef/gen1.def", props=DELIM_PROPS)
     assert first.returncode == 0, first.stderr
+    assert "     30 0 0\n" in (home / "dirdef/gen1.def").read_text()
     again = gendef(home, *PROP, "-out", "dirdef/gen2.def",
                    props=DELIM_PROPS.replace("dirdef/sales.def", "dirdef/gen1.def"))
     assert again.returncode == 0, again.stderr
@@ -205,7 +207,7 @@ def test_warnings_go_to_stderr(home: Path) -> None:
     r = gendef(home, *PROP, props=DELIM_PROPS)
     assert r.returncode == 0, r.stderr
     assert "gendef: WARNING: dirdef/sales.def:" in r.stderr and "CITY" in r.stderr
-    assert "       46  " in r.stdout  # output offsets follow the slot rule
+    assert "      148  " in r.stdout  # output offsets follow the slot rule (text: 4 bytes each)
 
 
 # -- errors -------------------------------------------------------------------------------------

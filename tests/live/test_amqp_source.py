@@ -33,6 +33,7 @@ from msgcap.sources.base import CONNECTING, Unreadable
 from msgcap.sources.broker import Backoff
 from parsers.model import Message
 from props.errors import MessageError, PropertyError, SourceError
+from tests.amqp_client import DurableQueue
 from tests.conftest import REPO, Broker, _free_port
 
 LOGIN = {"user": "guest", "password": "guest"}
@@ -203,21 +204,53 @@ def test_credit_window_bounds_unsettled_deliveries(amqp, queue) -> None:
 
 
 @pytest.mark.broker
-def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp, queue) -> None:
-    """Another client declared the queue non-durable first: RabbitMQ ends the attach with an
-    error no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE
-    (not a retry every few seconds for ever)."""
-    from proton.utils import BlockingConnection
-
-    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
-    other.create_receiver(queue, credit=1)  # a non-durable terminus declares a transient queue
-    other.close()
+def test_a_subscription_the_broker_refuses_stops_with_one_line(amqp) -> None:
+    """A queue RabbitMQ refuses to declare (a reserved name): it ends the attach with an error
+    no retry cures, so capture stops saying it, as STOMP does for a refused SUBSCRIBE (not a
+    retry every few seconds for ever)."""
+    queue = f"/queue/amq.test-{uuid.uuid4().hex}"
     src = _source(amqp, queue)
     with pytest.raises(SourceError) as caught:
         src.open()
     text = str(caught.value)
-    assert f"refused the subscription to {queue}" in text and "durable" in text
+    assert f"refused the subscription to {queue}" in text and "ACCESS_REFUSED" in text
     assert "\n" not in text
+
+
+@pytest.mark.broker
+def test_a_queue_a_producer_declared_non_durable_is_consumed(amqp, queue) -> None:
+    """Another client declared the queue non-durable first: msgcap consumes it as it is
+    (``/amq/queue/NAME``), where the durable ``/queue/NAME`` attach was refused (issue 33);
+    a queue that does not exist is still declared durable."""
+    from proton.utils import BlockingConnection
+
+    other = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    sender = other.create_sender(queue)  # a non-durable terminus declares a transient queue
+    sender.send(_proton("first"))
+    sender.send(_proton("second"))
+    other.close()
+    src = _source(amqp, queue)
+    src.open()
+    try:
+        got = _drain(src, 2)
+        assert [m.body for m in got] == ["first", "second"]  # type: ignore[union-attr]
+        src.ack(got)  # type: ignore[arg-type]
+        assert _no_more(src)
+        assert src.connection.state == "connected"
+    finally:
+        src.close()
+    fresh = f"/queue/test-{uuid.uuid4().hex}"
+    src = _source(amqp, fresh)
+    src.open()  # not there: declared, durable, on the same connection
+    try:
+        assert src.connection.state == "connected" and _no_more(src)
+    finally:
+        src.close()
+    durable = BlockingConnection(amqp, allowed_mechs="PLAIN", **LOGIN)
+    try:  # a durable attach to it is taken: it was declared durable
+        durable.create_receiver(fresh, options=DurableQueue())
+    finally:
+        durable.close()
 
 
 @pytest.mark.broker
@@ -471,8 +504,8 @@ def test_check_over_amqp_consumes_nothing(amqp, queue, work) -> None:
     work.properties(jms_url=amqp, jms_destination=queue)
     done = work.msgcap("check", "--prop", str(work.prop))
     assert done.returncode == 0, done.stderr
-    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue}; "
-            "disconnected, nothing consumed") in done.stdout
+    assert (f"source {amqp}: connected to RabbitMQ/3.10.8, subscribed to {queue} (it exists, "
+            "1 message waiting); disconnected, nothing consumed") in done.stdout
     src = _source(amqp, queue)
     src.open()
     try:
@@ -507,6 +540,32 @@ def test_send_then_run_over_amqp_captures_everything_once(amqp, queue, work) -> 
     assert kept.body == {"not": "a record"}
     again = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 0" in again.stdout
+
+
+@pytest.mark.broker
+def test_kill9_holding_part_of_a_transaction_loses_nothing(amqp, queue, work) -> None:
+    """msgcap asks for unsettled deliveries (RabbitMQ agrees): a capture killed while it holds
+    3 of a transaction's 4 messages leaves them on the queue, and the next run writes the
+    whole transaction once."""
+    import signal
+
+    from tests.hostile.conftest import wait_for
+
+    work.properties(jms_url=amqp, jms_destination=queue, jms_user="guest",
+                    jms_password="guest")
+    _send(amqp, queue, *(_proton(work.body(n, "B" if n == 1 else "M"), id=f"tx-{n}")
+                         for n in range(1, 4)))
+    capture = work.start("run", "--prop", str(work.prop))
+    try:
+        wait_for(lambda: "running" in work.msgcap("status", "--prop", str(work.prop)).stdout,
+                 "the capture running", 60)
+        time.sleep(3)  # the three are delivered and held by the open transaction
+    finally:
+        os.kill(capture.pid, signal.SIGKILL)
+        capture.wait()
+    _send(amqp, queue, _proton(work.body(4, "E"), id="tx-4"))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert work.seqids() == [f"{n:010d}" for n in range(1, 5)]
 
 
 @pytest.mark.parametrize("command", ["run", "send", "check"])

@@ -69,13 +69,14 @@ def tls_queue() -> str:
 
 
 def _capture(work, queue: str, url: str, **tls: object) -> None:
-    """send 3 messages and capture them, both over ``url``; a second run finds nothing (acked)."""
+    """send 3 messages, check and capture them, all over ``url``; a second run finds nothing
+    (acked). (check before send would find no queue: it creates none.)"""
     work.properties(jms_url=url, jms_destination=queue, **tls)
-    checked = work.msgcap("check", "--prop", str(work.prop), check=True)
-    assert f"source {url}: connected to " in checked.stdout
     dump = work.dump("in.jsonl", [work.body(i) for i in (1, 2, 3)])
     sent = work.msgcap("send", "--prop", str(work.prop), str(dump), check=True)
     assert f"sent 3 messages to {url}" in sent.stdout
+    checked = work.msgcap("check", "--prop", str(work.prop), check=True)
+    assert f"source {url}: connected to " in checked.stdout
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", check=True)
     assert "messages 3" in done.stdout
     assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002", "0000000003"]

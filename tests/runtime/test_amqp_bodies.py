@@ -90,6 +90,18 @@ def test_another_content_type_leaves_the_data_bytes() -> None:
     assert isinstance(got, Message) and got.body == b"\xc1\xc2"
 
 
+def test_a_serialized_java_object_is_a_message_error_keeping_its_bytes() -> None:
+    """A Qpid JMS ObjectMessage: a data section no parser reads as a record, refused as the JMS
+    source refuses an ObjectMessage, its bytes kept for the discard record or dead letter."""
+    data = b"\xac\xed\x00\x05t\x00\x05hello"  # java.io.ObjectOutputStream of "hello"
+    got = _of(data_message(data, message_id="ID:obj-1",
+                           content_type="application/x-java-serialized-object"))
+    assert isinstance(got, Unreadable) and "serialized Java object" in str(got.error)
+    assert "message ID:obj-1" in str(got.error) and got.message.body == data
+    assert got.message.headers[BODY_KIND] == (
+        "data section, application/x-java-serialized-object")
+
+
 @pytest.mark.parametrize(("content_type", "data", "words"), [
     ("text/plain;charset=no-such-set", b"abc", "no character set no-such-set is known"),
     ("text/plain;charset=utf-8", b"ab\xff", "byte 2 of the body is not utf-8 text"),

@@ -31,6 +31,14 @@ def tcustmer() -> Table:
 
 
 @pytest.fixture
+def wide_tcustmer() -> Table:
+    """GG.JMSCAP_TCUSTMER with a NAME of 200 bytes: records of a size for roll-over tests."""
+    return Table.build("GG.JMSCAP_TCUSTMER", [
+        varchar_column("CUST_CODE", 4, key=True), varchar_column("NAME", 200),
+        varchar_column("CITY", 20), char_column("STATE", 2)])
+
+
+@pytest.fixture
 def orders() -> Table:
     """An 8-column table with every kind msgcap writes."""
     return Table.build("SALES.ORDERS", [

@@ -130,7 +130,8 @@ def test_partial_file_header_is_rewritten(tmp_path, tcustmer: Table, keep: int) 
     assert txids(path) == ["1"]
 
 
-def test_incomplete_transaction_spanning_files(tmp_path, tcustmer: Table) -> None:
+def test_incomplete_transaction_spanning_files(tmp_path, wide_tcustmer: Table) -> None:
+    tcustmer = wide_tcustmer
     prefix = str(tmp_path / "aa")
     big = tx(tcustmer, 2, records=9000, size=200)
     write(prefix, [tx(tcustmer, 1), big], megabytes=1)

@@ -85,7 +85,12 @@ def value(draw, col: Column):
     if t == 0:
         return draw(ASCII.map(lambda s, n=col.external_length: s[:n].ljust(n)))
     if t == 64:
-        return draw(UNICODE) if col.sub_type != 2 else str(draw(st.integers(-10**30, 10**30)))
+        if col.sub_type == 2:
+            return str(draw(st.integers(-10**30, 10**30)))
+        text = draw(UNICODE)  # within the column's bytes (source-definitions.md §6.3)
+        while len(text.encode()) > col.external_length:
+            text = text[:-1]
+        return text
     if t == 134:
         return draw(st.integers(-(10**18) + 1, 10**18 - 1))
     if t == 192:

@@ -51,11 +51,11 @@ def test_file_names_and_header(tmp_path, tcustmer: Table) -> None:
         assert tf.header.producer["name"] == "JMSVAM"
 
 
-def test_rollover_at_megabytes_on_record_boundaries(tmp_path, tcustmer: Table) -> None:
+def test_rollover_at_megabytes_on_record_boundaries(tmp_path, wide_tcustmer: Table) -> None:
     prefix = str(tmp_path / "aa")
     w = TrailWriter(prefix, megabytes=1, sync="none")
     w.open()
-    positions = [w.write_transaction(tx(tcustmer, n, size=200)) for n in range(1, 6001)]
+    positions = [w.write_transaction(tx(wide_tcustmer, n, size=200)) for n in range(1, 6001)]
     w.close()
     files = sorted(p for p in os.listdir(tmp_path))
     assert files == ["aa000000000", "aa000000001"]
@@ -72,7 +72,9 @@ def test_rollover_at_megabytes_on_record_boundaries(tmp_path, tcustmer: Table) -
     assert [r.audit_rba for r in got] == list(range(1, 6001))
 
 
-def test_transaction_rolls_whole_and_large_ones_span_files(tmp_path, tcustmer: Table) -> None:
+def test_transaction_rolls_whole_and_large_ones_span_files(tmp_path,
+                                                           wide_tcustmer: Table) -> None:
+    tcustmer = wide_tcustmer
     prefix = str(tmp_path / "aa")
     w = TrailWriter(prefix, megabytes=1, sync="none")
     w.open()

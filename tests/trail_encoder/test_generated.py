@@ -18,6 +18,7 @@ from gendef.model import (
     datetime_column,
     number_column,
     number_text_column,
+    sized_text,
     varchar_column,
 )
 from msgcap.trail.encoder import TrailEncoder
@@ -73,12 +74,17 @@ def outcome(fn, *args, **kw) -> bytes | tuple[str, str]:
 
 @st.composite
 def columns(draw, name: str) -> Column:
-    kind = draw(st.sampled_from(["char", "varchar", "numtext", "number", "date", "int", "long"]))
+    kind = draw(st.sampled_from(["char", "varchar", "numtext", "number", "date", "int", "long",
+                                 "wide"]))
     key = draw(st.booleans())
     if kind == "char":
         return char_column(name, draw(st.integers(1, 20)), key)
     if kind == "varchar":
         return varchar_column(name, draw(st.sampled_from([1, 5, 40, 255, 256, 4000])), key)
+    if kind == "wide":  # n characters of 2 to 4 UTF-8 bytes (source-definitions.md §6.3)
+        text = draw(st.sampled_from([char_column, varchar_column]))(
+            name, draw(st.integers(1, 20)), key)
+        return sized_text(text, draw(st.integers(2, 4)))
     if kind == "numtext":
         return number_text_column(name, 40, key)
     if kind == "number":
@@ -104,12 +110,17 @@ def good(draw, col: Column) -> Any:
     """A common-case value (the generated path takes it), None or MISSING."""
     t, n = col.type_code, col.external_length
     pick = draw(st.integers(0, 7))
+    if t == 0:
+        n = col.characters
     if pick < 2:
         return (None, MISSING)[pick]
     if t == 0:
         return draw(st.text("abcXYZ 09", min_size=n, max_size=n))
-    if t == 64:
-        return draw(TEXT)[:n]
+    if t == 64:  # n bytes: n characters when ASCII (source-definitions.md §6.3)
+        text = draw(TEXT)[:n]
+        while len(text.encode()) > n:
+            text = text[:-1]
+        return text
     if t == 192:
         return "2024-03-01:10:15:30.123456789000"[:n].ljust(n, "0")
     bits = {130: 15, 131: 16, 132: 31, 133: 32, 134: 63, 135: 64}[t]
@@ -184,7 +195,7 @@ def test_table_encoder_matches_per_column_path(data) -> None:
     assert outcome(fast.encode, values) == outcome(slow.encode, values)
 
 
-ORDERS = Table.build("S.ORDERS", [number_column("ID", 10, key=True), varchar_column("NOTE", 4000),
+ORDERS = Table.build("S.ORDERS", [number_column("ID", 10, key=True), varchar_column("NOTE", 65535),
                                   char_column("ST", 2), datetime_column("AT", 19)])
 
 
@@ -196,7 +207,8 @@ def _tx(values: list[Any], before_after: str = "A", audit_pos: int = 0) -> Trail
 @pytest.mark.parametrize(("values", "kw", "message"), [
     ([1, "x" * 65500, "WA", "2024-03-01:10:15:30"], {}, "exceeds the trail limit of 65535"),
     ([True, "x", "WA", "2024-03-01:10:15:30"], {}, "expected int, got bool"),
-    ([1, "x", "WAX", "2024-03-01:10:15:30"], {}, "3 bytes do not fit CHAR(2)"),
+    ([1, "x", "WAX", "2024-03-01:10:15:30"], {}, "3 characters do not fit CHAR(2)"),
+    ([1, "x", "ÄÖ", "2024-03-01:10:15:30"], {}, "4 bytes do not fit CHAR(2) of 2 bytes"),
     ([1, "x", "WA", "2024-03-01:10"], {}, "does not fit length 19"),
     ([1, "x", "WA"], {}, "3 values for 4 columns"),
     ([2**63, "x", "WA", "2024-03-01:10:15:30"], {}, "cannot encode"),
@@ -220,9 +232,10 @@ def present(draw, col: Column) -> Any:
     """A value that is there (not None or MISSING): mostly of the common form, at times not."""
     pick = draw(st.integers(0, 9))
     if pick == 0:
-        return draw(ODD | st.text(max_size=3) | st.just("é" * col.external_length))
+        return draw(ODD | st.text(max_size=3) | st.just("é" * col.characters)
+                    | st.just("€" * col.characters))
     if pick == 1 and col.type_code == 0:  # one character short or over: two may compensate
-        return "x" * (col.external_length + draw(st.sampled_from((-1, 1))))
+        return "x" * (col.characters + draw(st.sampled_from((-1, 1))))
     v = draw(good(col))
     while v is None or v is MISSING:
         v = draw(good(col))
