@@ -74,19 +74,20 @@ def id_header(mode: str) -> str | None:
     return name
 
 
-def header_value(message: Message, name: str) -> str | None:
+def header_value(message: Message, name: str, *, jms_default: bool = True) -> str | None:
     """A JMS header field or property by name (the table of ``props.jmsnames``); dumps and
-    spool files carry the source id outside the headers."""
+    spool files carry the source id outside the headers. ``jms_default``: JMS's value for a
+    field the transport left out (``JMSTimestamp`` 0...), else no value."""
     key = header_key(name)
-    value = header_text(message.headers, key)
+    value = header_text(message.headers, key, jms_default=jms_default)
     if value is None and key == "message-id":
-        return message.id
+        return message.id or None  # no id at all: JMSMessageID is null
     return value
 
 
 def _header_id(name: str) -> IdFunction:
     def from_header(message: Message) -> str:
-        value = header_value(message, name)
+        value = header_value(message, name, jms_default=False)  # 0 for all is no id
         if value is None:
             raise MessageError(f"no header {name} for the message id (jms.id)",
                                source=message.name)

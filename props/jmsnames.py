@@ -7,7 +7,8 @@ headers as text under these keys, rendered as a JMS consumer's ``getJMS…()`` /
 transport. The standard header fields keep the STOMP names ActiveMQ gives them (dumps and spool
 files written before carry those); the JMS-defined ``JMSX…`` properties keep their own names;
 an application property is its own name. ``absent`` is what JMS returns for a field the
-transport leaves out (``getJMSRedelivered()`` is ``false``, ``getJMSExpiration()`` ``0``).
+transport leaves out (``getJMSRedelivered()`` is ``false``, ``getJMSExpiration()``,
+``getJMSTimestamp()`` and ``getStringProperty("JMSXGroupSeq")`` ``0``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ TABLE: tuple[JmsName, ...] = (
     JmsName(("JMSMessageID",), "message-id", "the provider's id; over AMQP the OASIS mapping's"
             " `ID:AMQP_…` forms"),
     JmsName(("JMSCorrelationID",), "correlation-id", "as set by the producer"),
-    JmsName(("JMSTimestamp", "JMSTimeStamp"), "timestamp", "epoch milliseconds"),
+    JmsName(("JMSTimestamp", "JMSTimeStamp"), "timestamp", "epoch milliseconds, `0` when the"
+            " producer set none", absent="0"),
     JmsName(("JMSType",), "type", "as set by the producer"),
     JmsName(("JMSPriority",), "priority", "`0`–`9`"),
     JmsName(("JMSExpiration",), "expires", "epoch milliseconds, `0` = never", absent="0"),
@@ -41,7 +43,8 @@ TABLE: tuple[JmsName, ...] = (
     JmsName(("JMSRedelivered",), "redelivered", "`true` or `false`", absent="false"),
     JmsName(("JMSDeliveryMode",), "persistent", "`true` for a persistent message"),
     JmsName(("JMSXGroupID",), "JMSXGroupID", "the message group"),
-    JmsName(("JMSXGroupSeq",), "JMSXGroupSeq", "the message's number in its group"),
+    JmsName(("JMSXGroupSeq",), "JMSXGroupSeq", "the message's number in its group, `0` when"
+            " none", absent="0"),
     JmsName(("JMSXUserID",), "JMSXUserID", "the user who sent it"),
     JmsName(("JMSXDeliveryCount",), "JMSXDeliveryCount", "deliveries so far, `1` the first"),
     JmsName((), "content-type", "the MIME type the producer gave the body"),
@@ -60,14 +63,16 @@ def header_key(name: str) -> str:
     return JMS_HEADERS.get(name.lower(), name)
 
 
-def header_text(headers: Mapping[str, str], key: str) -> str | None:
+def header_text(headers: Mapping[str, str], key: str, *, jms_default: bool = True
+                ) -> str | None:
     """The value under ``key`` (exactly, then in any case), else JMS's value for a field the
-    transport left out, else None."""
+    transport left out (unless not ``jms_default``: what identifies a message must be sent),
+    else None."""
     value = headers.get(key)
     if value is None:
         lower = key.lower()
         for name, candidate in headers.items():
             if name.lower() == lower:
                 return candidate
-        return ABSENT.get(key)
+        return ABSENT.get(key) if jms_default else None
     return value

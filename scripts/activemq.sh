@@ -27,8 +27,11 @@
 #                             certificate of that store: to see a client refuse an expired or
 #                             foreign certificate without starting another JVM
 #
-# The broker listens on loopback only, STOMP only (OpenWire is not needed by msgcap and is off), no
-# web console, no JMX. Messages persist in KahaDB under data/, so a restart keeps queued messages.
+# MSGCAP_OPENWIRE_PORT  OpenWire on this 127.0.0.1 port, for a JMS consumer on ActiveMQ's own
+#                       client (the tests' oracle of what JMS sees); off unless given
+#
+# The broker listens on loopback only, STOMP only unless MSGCAP_OPENWIRE_PORT is set (msgcap needs
+# no OpenWire), no web console, no JMX. Messages persist in KahaDB under data/, so a restart keeps queued messages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -43,6 +46,7 @@ OWNER="${MSGCAP_BROKER_OWNER:-}"
 PIDFILE="$DIR/activemq.pid"
 LOG="$DIR/activemq.out"
 SSL_PORT="${MSGCAP_STOMP_SSL_PORT:-}"
+OPENWIRE_PORT="${MSGCAP_OPENWIRE_PORT:-}"
 MTLS_PORT="${MSGCAP_STOMP_MTLS_PORT:-}"
 ALT_PORT="${MSGCAP_STOMP_SSL_ALT_PORT:-}"
 KEYSTORE="${MSGCAP_BROKER_KEYSTORE:-}"
@@ -156,6 +160,7 @@ $( [ -z "$SSL_PORT$MTLS_PORT" ] || _ssl_context "$KEYSTORE" "${MTLS_PORT:+$TRUST
       <transportConnector name="stomp"
           uri="stomp+nio://127.0.0.1:$PORT?transport.closeAsync=false&amp;wireFormat.maxFrameSize=104857600"/>
 $(_tls_connectors)
+$( [ -z "$OPENWIRE_PORT" ] || echo "      <transportConnector name=\"openwire\" uri=\"tcp://127.0.0.1:$OPENWIRE_PORT\"/>")
     </transportConnectors>
   </broker>
 $(_alt_broker)

@@ -102,6 +102,33 @@ ensure_artemis() {
     export ARTEMIS_HOME
 }
 
+# ensure_node_clients: the third-party producers' npm packages (tests/node/package.json, pinned
+# by its package-lock.json: rhea, rhea-promise, stompit, @stomp/stompjs) installed once per lock
+# file under $MSGCAP_CACHE/node-clients/HASH (outside the repository, installing Debian's nodejs
+# and npm if missing); sets NODE_CLIENTS to its node_modules/.
+ensure_node_clients() {
+    local cache="${MSGCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/msgcap}"
+    local hash dir
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        echo "installing Debian's nodejs and npm (the third-party test producers) ..." >&2
+        _apt_install nodejs npm
+    fi
+    hash="$(cat tests/node/package.json tests/node/package-lock.json | sha256sum | cut -c1-16)"
+    dir="$cache/node-clients/$hash"
+    NODE_CLIENTS="$dir/node_modules"
+    export NODE_CLIENTS
+    [ -f "$dir/.installed" ] && return 0
+    mkdir -p "$dir"
+    (
+        flock 9
+        [ -f "$dir/.installed" ] && exit 0
+        echo "installing the npm test producers into $dir ..." >&2
+        cp tests/node/package.json tests/node/package-lock.json "$dir/"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+        touch "$dir/.installed"
+    ) 9>"$dir/.lock"
+}
+
 # Stops the process whose pid FILE holds (TERM, KILL after 30 s) and removes FILE.
 stop_pid_file() {
     local pid

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything msgcap needs (a virtualenv with the Python dependencies, the Debian
 # activemq and rabbitmq-server packages and ActiveMQ Artemis from Maven Central for the broker
-# tests, a JDK and Maven if missing) and runs the full test suite.
+# tests, a JDK and Maven if missing, and the third-party producers' npm packages of tests/node/)
+# and runs the full test suite.
 #
 #   bash scripts/test.sh                      # everything
 #   bash scripts/test.sh tests/docs -q        # arguments go to pytest (.venv/bin/pytest --help)
@@ -15,4 +16,5 @@ ensure_venv test
 ensure_activemq_package
 ensure_rabbitmq_package
 ensure_artemis
+ensure_node_clients
 exec "$VENV/bin/python" -m pytest "$@"

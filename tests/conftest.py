@@ -9,7 +9,8 @@ lazily, by its script (``scripts/activemq.sh``, ``scripts/rabbitmq.sh``, ``scrip
 in a private directory on free loopback ports, so test runs on the same machine never share a
 broker; it is stopped by its pid when the session ends (and by itself if the session is
 killed). ``rabbitmq-amqp`` is the session's RabbitMQ node seen through its AMQP 1.0 listener,
-not a second node. ``artemis-amqp`` is the session's Artemis (its core port in ``port``, its
+not a second node. ActiveMQ also takes OpenWire on ``env["MSGCAP_OPENWIRE_PORT"]`` (its own JMS
+client, the oracle of tests/live/test_thirdparty.py). ``artemis-amqp`` is the session's Artemis (its core port in ``port``, its
 AMQP port in ``amqp_port``). ``MSGCAP_TEST_STOMP_PORT`` pins ActiveMQ's port.
 """
 
@@ -96,9 +97,10 @@ def _free_port() -> int:
 
 
 def _session_broker(factory: pytest.TempPathFactory, kind: str, port: int,
-                    amqp_port: int | None = None, protocol: str = "stomp") -> Iterator[Broker]:
-    b = Broker(factory.mktemp(kind), port, {"MSGCAP_BROKER_OWNER": str(os.getpid())}, kind,
-               amqp_port, protocol)
+                    amqp_port: int | None = None, protocol: str = "stomp",
+                    env: dict[str, str] | None = None) -> Iterator[Broker]:
+    b = Broker(factory.mktemp(kind), port, {"MSGCAP_BROKER_OWNER": str(os.getpid()),
+                                            **(env or {})}, kind, amqp_port, protocol)
     b.start()
     try:
         yield b
@@ -110,7 +112,8 @@ def _session_broker(factory: pytest.TempPathFactory, kind: str, port: int,
 def activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """The session's ActiveMQ, started on first use and stopped at the end of the session."""
     port = int(os.environ.get("MSGCAP_TEST_STOMP_PORT") or _free_port())
-    yield from _session_broker(tmp_path_factory, "activemq", port)
+    yield from _session_broker(tmp_path_factory, "activemq", port,
+                               env={"MSGCAP_OPENWIRE_PORT": str(_free_port())})
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The JMS test clients of tests/java (``scripts/jms-clients.sh``) from Python: a producer and a
 consumer on the JMS API, through the provider of the URL (Qpid JMS for ``amqp://``, the Artemis
-core client for ``tcp://``), so that the live tests see msgcap's captures beside what a JMS
+core client for ``tcp://``, or with ``openwire`` ActiveMQ 5's own OpenWire client from Debian's
+activemq package for a ``tcp://`` URL of ActiveMQ), so that the live tests see msgcap's captures beside what a JMS
 application sends and receives.
 
 Destinations are written as msgcap's ``jms.destination`` (``/queue/NAME``, ``/topic/NAME``).
@@ -20,6 +21,12 @@ from tests.conftest import REPO
 
 Body = bytes | str
 TIMEOUT = 600  # one program run, at most (50,000 messages included)
+# ActiveMQ 5's OpenWire JMS client (Debian's activemq package) and what it needs, put before the
+# Artemis distribution's lib/ (which has a newer activemq-client of its own).
+OPENWIRE_JARS = ("activemq-client.jar", "hawtbuf.jar", "slf4j-api.jar",
+                 "geronimo-j2ee-management-1.1-spec.jar")
+OPENWIRE_LIB = "/usr/share/activemq/lib"
+OPENWIRE_FACTORY = "org.apache.activemq.ActiveMQConnectionFactory"
 
 
 @functools.cache
@@ -32,10 +39,15 @@ def classpath() -> str:
     return done.stdout.strip()
 
 
-def run(program: str, url: str, destination: str, *args: str) -> str:
+def run(program: str, url: str, destination: str, *args: str, openwire: bool = False) -> str:
     """Run ``program`` (JmsProduce, JmsConsume, JmsBench) on ``destination``: its stdout, or an
-    AssertionError with what it said."""
-    done = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", classpath(), program,
+    AssertionError with what it said. ``openwire``: through ActiveMQ 5's OpenWire client."""
+    path = classpath()
+    if openwire:
+        jars = ":".join(f"{OPENWIRE_LIB}/{jar}" for jar in OPENWIRE_JARS)
+        path = f"{jars}:{path}"
+        args = ("--factory", OPENWIRE_FACTORY, *args)
+    done = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", path, program,
                            "--url", url, "--destination", destination, *args],
                           capture_output=True, text=True, check=False, timeout=TIMEOUT)
     if done.returncode != 0:
@@ -65,11 +77,12 @@ def send(url: str, destination: str, bodies: Iterable[Body], *args: str,
     return int(out.split()[-2])
 
 
-def consume(url: str, destination: str, *args: str, browse: bool = False
-            ) -> list[dict[str, Any]]:
+def consume(url: str, destination: str, *args: str, browse: bool = False,
+            openwire: bool = False) -> list[dict[str, Any]]:
     """What a JMS consumer sees of each message (JmsConsume's JSON lines), consumed, or only
-    looked at with ``browse``."""
-    out = run("JmsConsume", url, destination, *(["--browse"] if browse else []), *args)
+    looked at with ``browse``; ``openwire``: ActiveMQ 5's OpenWire client on a ``tcp://`` URL."""
+    out = run("JmsConsume", url, destination, *(["--browse"] if browse else []), *args,
+              openwire=openwire)
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 

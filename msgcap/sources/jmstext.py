@@ -165,8 +165,13 @@ def _whole_digits(value: float, significant_bits: int) -> str | None:
     return f"{'-' if value < 0 else ''}{whole}E+{insignificant}"
 
 
-def _single(value: float) -> bytes:
-    return struct.pack(">f", value)
+def _single(value: float) -> bytes | None:
+    """The 32-bit float of ``value``; None for a decimal text rounded beyond the largest one
+    (near ``Float.MAX_VALUE`` a shorter text can round up out of range: no match)."""
+    try:
+        return struct.pack(">f", value)
+    except OverflowError:
+        return None
 
 
 def _java_decimal(value: float, shortest: str) -> str:

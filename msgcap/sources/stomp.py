@@ -19,9 +19,10 @@ letters) is the broker core's (``msgcap.sources.broker``); this module speaks ST
   marker there too.
 * A body is text only where the transport says so, never because its bytes look like UTF-8 (a
   binary record can): ActiveMQ sends ``content-length`` for BytesMessages only, so a frame
-  without it is a TextMessage; other brokers send it always, and there a ``content-type`` of
-  ``text/*`` says text (in its ``charset``, UTF-8 by default, as STOMP 1.2 has it). Anything
-  else stays bytes, for the parser to decode with its declared encoding.
+  without it is a TextMessage (in UTF-8); other brokers send it always. A ``content-type`` of
+  ``text/*`` says text (in its ``charset``, UTF-8 by default, as STOMP 1.2 has it), on ActiveMQ
+  for a BytesMessage too (a producer's sized text frame). Anything else stays bytes, for the
+  parser to decode with its declared encoding.
 * A MESSAGE frame whose body is over ``jms.maxbytes`` is read past, never held whole
   (``_FrameReader``), and comes out of ``receive_many`` in its turn as ``Unreadable``, with its
   headers and an empty body, for ``error.policy``; it is acknowledged like any other message.
@@ -378,12 +379,20 @@ def _unopened(endpoint: Endpoint, took: float) -> str:
 def _message(headers: dict[str, str], body: bytes, epoch: int, always_sized: bool) -> Message:
     """A MESSAGE frame's ``Message``: the delivery headers (``_DELIVERY_HEADERS``) taken out of
     ``headers``, the body text where the frame says it is (``always_sized``: the broker sends
-    ``content-length`` with text too, so only ``content-type`` can say it)."""
+    ``content-length`` with text too, so only ``content-type`` can say it). On ActiveMQ a frame
+    without ``content-length`` is a TextMessage, sent in UTF-8 whatever ``content-type`` the
+    producer gave; one with it a BytesMessage, its bytes text only in a ``text/*`` charset its
+    producer declared (``message-type`` says which, as a JMS consumer reads its class); its
+    ``JMSXDeliveryCount`` is 1 unless ``redelivered`` says otherwise."""
     sized = headers.pop("content-length", None) is not None
     ack_id = headers.pop("ack", None)
     headers.pop("subscription", None)
     text: str | bytes = body
-    charset = text_charset(headers.get("content-type")) if always_sized else None
+    charset = text_charset(headers.get("content-type")) if always_sized or sized else None
+    if not always_sized:
+        headers["message-type"] = "BytesMessage" if sized else "TextMessage"
+        if "redelivered" not in headers:  # a redelivery's count is not sent: no value then
+            headers["JMSXDeliveryCount"] = "1"
     if charset is not None or not sized:
         try:  # noqa: SIM105 - per message: cheaper than contextlib.suppress
             text = body.decode(charset or "utf-8")

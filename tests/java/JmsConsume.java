@@ -35,8 +35,13 @@ import javax.jms.Topic;
  * Consumed messages are acknowledged (AUTO_ACKNOWLEDGE). Each line holds JMSMessageID,
  * JMSCorrelationID, JMSTimestamp, JMSType, JMSPriority, JMSExpiration, JMSRedelivered,
  * JMSDeliveryMode, JMSDestination and JMSReplyTo (toString), "class" (TextMessage, ...),
- * "properties" (name: getStringProperty, null as null) and the body: "text", "bytes" (base64),
- * "map" (name: getString), "stream" (items as String.valueOf) or "object" (String.valueOf).
+ * JMSXGroupID, JMSXGroupSeq, JMSXUserID and JMSXDeliveryCount (getStringProperty, whether
+ * or not getPropertyNames lists them), "properties" (name: getStringProperty, null as null;
+ * a property getStringProperty refuses is in "refusedProperties", name: the exception),
+ * "propertyTypes" (name: the class of getObjectProperty), "propertyObjects" (name:
+ * String.valueOf(getObjectProperty), a Date as its epoch milliseconds) and the body: "text",
+ * "bytes" (base64), "map" (name: getString), "stream" (items as String.valueOf) or "object"
+ * (String.valueOf).
  */
 public final class JmsConsume {
     private JmsConsume() {
@@ -80,6 +85,19 @@ public final class JmsConsume {
         }
     }
 
+    /** The JMS-defined properties a provider may keep outside getPropertyNames. */
+    private static final List<String> JMSX = List.of("JMSXGroupID", "JMSXGroupSeq",
+            "JMSXUserID", "JMSXDeliveryCount");
+
+    /** getStringProperty, or null where the provider refuses the name. */
+    private static String stringProperty(Message m, String name) {
+        try {
+            return m.getStringProperty(name);
+        } catch (JMSException | RuntimeException e) {
+            return null;
+        }
+    }
+
     /** One message as a JSON object (see the class doc). */
     static String describe(Message m) throws JMSException {
         StringBuilder out = new StringBuilder("{");
@@ -94,16 +112,35 @@ public final class JmsConsume {
         field(out, "JMSDestination", JmsClient.json(text(m.getJMSDestination())));
         field(out, "JMSReplyTo", JmsClient.json(text(m.getJMSReplyTo())));
         field(out, "class", JmsClient.json(kind(m)));
+        for (String name : JMSX) {
+            field(out, name, JmsClient.json(stringProperty(m, name)));
+        }
         StringBuilder props = new StringBuilder("{");
+        StringBuilder types = new StringBuilder("{");
+        StringBuilder objects = new StringBuilder("{");
+        StringBuilder refused = new StringBuilder("{");
         List<String> names = new ArrayList<>();
         for (Enumeration<?> e = m.getPropertyNames(); e.hasMoreElements(); ) {
             names.add((String) e.nextElement());
         }
         Collections.sort(names);
         for (String name : names) {
-            field(props, name, JmsClient.json(m.getStringProperty(name)));
+            Object value = m.getObjectProperty(name);
+            field(types, name, JmsClient.json(value == null ? null
+                    : value.getClass().getSimpleName()));
+            field(objects, name, JmsClient.json(value == null ? null
+                    : value instanceof java.util.Date date ? Long.toString(date.getTime())
+                    : String.valueOf(value)));
+            try {
+                field(props, name, JmsClient.json(m.getStringProperty(name)));
+            } catch (JMSException | RuntimeException e) {
+                field(refused, name, JmsClient.json(e.toString()));
+            }
         }
         field(out, "properties", props.append('}').toString());
+        field(out, "propertyTypes", types.append('}').toString());
+        field(out, "propertyObjects", objects.append('}').toString());
+        field(out, "refusedProperties", refused.append('}').toString());
         body(out, m);
         return out.append('}').toString();
     }

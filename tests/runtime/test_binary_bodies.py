@@ -108,6 +108,23 @@ def test_text_is_what_the_transport_says():
                     always_sized=True).body == b"\xff"
 
 
+def test_activemq_frames_say_their_jms_class_and_a_sized_text_charset():
+    """ActiveMQ: a frame with content-length is a BytesMessage, whose body a producer's
+    ``text/*`` content type makes text in its charset; one without is a TextMessage, in UTF-8
+    whatever its content type says (ActiveMQ re-encodes it); JMSXDeliveryCount 1 unless
+    redelivered, as ActiveMQ's JMS client reads them."""
+    sized = {"message-id": "m", "content-length": "1"}
+    latin = {"content-type": "text/plain;charset=iso-8859-1"}
+    got = _message({**sized, **latin}, b"\xe9", 0, always_sized=False)
+    assert (got.body, got.headers["message-type"]) == ("\u00e9", "BytesMessage")
+    assert got.headers["JMSXDeliveryCount"] == "1"
+    got = _message({"message-id": "m", **latin}, "\u00e9".encode(), 0, always_sized=False)
+    assert (got.body, got.headers["message-type"]) == ("\u00e9", "TextMessage")
+    got = _message({**sized, "redelivered": "true"}, b"\xe9", 0, always_sized=False)
+    assert got.body == b"\xe9" and "JMSXDeliveryCount" not in got.headers
+    assert "message-type" not in _message(dict(sized), b"x", 0, always_sized=True).headers
+
+
 # -- the commands ---------------------------------------------------------------------------------
 
 def _msgcap(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

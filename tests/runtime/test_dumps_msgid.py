@@ -124,6 +124,15 @@ def test_header_ids_and_width_check():
         seq.next_id(Message("x", {}))
 
 
+def test_an_id_from_a_field_jms_defaults_must_be_sent():
+    """``$JMSTimestamp`` of a message without one is JMS's 0, but 0 for every such message
+    identifies none: as ``jms.id`` it is a message error."""
+    ids = MessageIds("JMSTimestamp")
+    assert ids.next_id(Message("x", {"timestamp": "1700000000123"})) == "1700000000123"
+    with pytest.raises(MessageError, match="no header JMSTimestamp"):
+        ids.next_id(Message("y", {}))
+
+
 def test_width_error_with_only_a_recovered_width():
     """A trail of another jms.id mode gives a width but no previous id (once a TypeError)."""
     error = IdWidthError.between("m1", None, "123", 20)

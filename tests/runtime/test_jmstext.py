@@ -85,6 +85,17 @@ def test_floats_read_as_java_prints_them(java_text_of) -> None:
     assert not wrong, wrong[:10]
 
 
+def test_floats_next_to_the_largest_read_as_text() -> None:
+    """A float whose shorter decimal texts round past Float.MAX_VALUE (3.4025e38: ``3.403e38``
+    is no float) has a text that reads back as itself; it stopped the headers' conversion with
+    an OverflowError."""
+    for value in (_single(3.4025001647762064e38), _single(3.4028234663852886e38),
+                  -_single(3.4027e38)):
+        text = java_float(value)
+        assert _single(float(text)) == value, (value, text)
+    assert java_float(_single(3.4028234663852886e38)) == "3.4028235E38"  # Float.MAX_VALUE
+
+
 def test_every_amqp_type_reads_as_its_java_value() -> None:
     """The issue's list: no Python repr reaches a header."""
     expected = {
@@ -192,3 +203,17 @@ def test_headers_of_the_jms_header_fields() -> None:
     assert plain["message-type"] == "BytesMessage" and "JMSXGroupID" not in plain
     mapped = headers_of(_decoded(proton.Message(body={"a": 1})))
     assert mapped["message-type"] == "MapMessage"
+
+
+def test_what_jms_returns_for_fields_a_message_lacks() -> None:
+    """A message without creation-time, group sequence or any id: ``$JMSTimestamp`` and
+    ``$JMSXGroupSeq`` are ``0`` (getJMSTimestamp(), getStringProperty("JMSXGroupSeq")) and
+    ``$JMSMessageID`` has no value (getJMSMessageID() is null), as Qpid JMS reads them."""
+    from msgcap.msgid import header_value
+    from parsers.model import Message
+
+    headers = headers_of(_decoded(proton.Message(body=b"x", inferred=True)))
+    bare = Message(headers.get("message-id", ""), headers, b"x")
+    assert header_value(bare, "JMSTimestamp") == "0"
+    assert header_value(bare, "JMSXGroupSeq") == "0"
+    assert header_value(bare, "JMSMessageID") is None
