@@ -503,8 +503,7 @@ def _text_or_bytes(data: bytes, content_type: str | None) -> str | bytes:
     for a serialized Java object (a JMS ObjectMessage: no record, whatever its bytes)."""
     if content_type == SERIALIZED_OBJECT:
         raise Uncaptured(f"AMQP body is a serialized Java object (content-type {content_type}, "
-                         "a JMS ObjectMessage): only records can be captured", data,
-                         f"data section, {SERIALIZED_OBJECT}")
+                         "a JMS ObjectMessage): only records can be captured", data)
     charset = text_charset(content_type) if content_type else None
     if charset is None:
         return data

@@ -219,12 +219,6 @@ JAVA_BODIES = {
     # serialized form
     "object": (("--body", "an object {n}"), b"\xac\xed\x00\x05t\x00\x0ban object 1"),
 }
-OBJECT_XFAIL = pytest.mark.xfail(
-    strict=True, reason="amqpbody captures an ObjectMessage (a data section of content-type "
-    "application/x-java-serialized-object) as a BytesMessage's bytes instead of refusing it: "
-    "the parser's error then names the message by its seqid, not its JMSMessageID")
-
-
 @pytest.mark.parametrize("kind", ["text", "bytes"])
 def test_java_text_and_bytes_messages_keep_their_typed_properties(work, artemis, kind) -> None:
     """A Java producer's TextMessage and BytesMessage with a property of every JMS type: msgcap
@@ -258,7 +252,7 @@ def _kept_body(kept: bytes, headers: dict[str, str]) -> Any:
     return message.body
 
 
-@pytest.mark.parametrize("kind", ["map", "stream", pytest.param("object", marks=OBJECT_XFAIL)])
+@pytest.mark.parametrize("kind", ["map", "stream", "object"])
 def test_java_map_stream_object_messages_are_discarded_whole_and_named(work, artemis,
                                                                         kind) -> None:
     """Map, Stream and Object messages carry no text msgcap could parse: each is a message
