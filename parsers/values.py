@@ -139,10 +139,13 @@ def compile_timestamp(expr: Expr, fmt: str | None, fields: FieldIndex | None, *,
         def millis(message: Message, values: Fields, now: int) -> int:
             text = text_of(message, values) or ""
             try:
-                return int(text.strip()) * 1000
+                ms = int(text.strip())
             except ValueError:
                 raise MessageError(
                     f"{prop}: header timestamp {quoted(text)} is not epoch milliseconds") from None
+            if ms == 0:  # JMS's JMSTimestamp of a message the producer gave none: no time
+                raise MessageError(f"no value for {prop} (the message has no JMSTimestamp)")
+            return ms * 1000
         return millis
     micros = compile_format(fmt, prop=f"{prop}.format").micros
 

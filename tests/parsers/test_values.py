@@ -49,6 +49,17 @@ def test_a_field_the_transport_leaves_out_reads_as_jms_returns_it():
     assert compile_value(JmsProp("jmsredelivered"), None, prop="p")(redelivered, []) == "true"
 
 
+def test_a_message_without_jms_timestamp_has_no_commit_time():
+    """JMS reads a missing JMSTimestamp as 0; as the operation's timestamp that is no time at
+    all, so a message error, never 1970-01-01 in the trail."""
+    timestamp = compile_timestamp(JmsProp("JMSTimestamp"), None, None, prop="delim.timestamp")
+    assert timestamp(Message("m1", headers={"timestamp": "1709288130123"}), [], 0) == (
+        1709288130123000)
+    for headers in ({}, {"timestamp": "0"}):
+        with pytest.raises(MessageError, match="has no JMSTimestamp"):
+            timestamp(Message("m1", headers=headers), [], 0)
+
+
 def test_value_kinds():
     fields = FieldIndex(["optype", "Id"])
     values = ["I", "0001"]
