@@ -208,8 +208,8 @@ def send_to_broker(settings: Settings, messages: Iterable[Message]) -> tuple[int
 
 
 def send_over_amqp(settings: Settings, messages: Iterable[Message]) -> tuple[int, str]:
-    """Publish over AMQP 1.0 (``msgcap.sources.amqp.amqp_message``: bytes as a data section,
-    text as an amqp-value string, headers as application properties) to the first reachable
+    """Publish over AMQP 1.0 (``msgcap.sources.amqp_messages.amqp_message``: bytes as a data
+    section, text as an amqp-value string, headers as application properties) to the first reachable
     broker; at most ``SEND_WINDOW`` messages wait for the broker's outcome, and the count of
     confirmed ones is that of the accepted messages in send order. Returns (count, where)."""
     from msgcap.sources.amqp import (
@@ -217,11 +217,11 @@ def send_over_amqp(settings: Settings, messages: Iterable[Message]) -> tuple[int
         ConnectFailed,
         Connection,
         Refused,
-        amqp_message,
         node_of,
         options_for,
         parse_urls,
     )
+    from msgcap.sources.amqp_messages import amqp_message
     from props.errors import SourceError
 
     jms = settings.jms

@@ -14,7 +14,8 @@ import time
 
 from proton import Message as ProtonMessage
 
-from msgcap.sources.amqp import BODY_KIND, NOT_A_MESSAGE, AmqpSource
+from msgcap.sources.amqp import AmqpSource
+from msgcap.sources.amqp_messages import BODY_KIND, NOT_A_MESSAGE
 from msgcap.sources.base import Unreadable
 from parsers.model import Message
 from tests.conftest import REPO, _free_port

@@ -18,18 +18,17 @@ import pytest
 
 from msgcap.msgid import header_value
 from msgcap.sources.amqp import (
-    BODY_KIND,
     AmqpSource,
     Connection,
     Node,
     Options,
-    amqp_message,
     existing_node_of,
     node_of,
     outcome,
     parse_urls,
 )
 from msgcap.sources.amqp import Broker as Peer
+from msgcap.sources.amqp_messages import BODY_KIND, amqp_message
 from msgcap.sources.base import CONNECTING, Unreadable
 from msgcap.sources.broker import Backoff
 from parsers.model import Message

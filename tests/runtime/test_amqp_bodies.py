@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from proton import Message as ProtonMessage
 from proton import symbol
 
-from msgcap.sources.amqp import (
+from msgcap.sources.amqp import Arriving
+from msgcap.sources.amqp_messages import (
     BODY_KIND,
     NOT_A_MESSAGE,
-    Arriving,
     message_of,
     oversized_of,
     sections_of,

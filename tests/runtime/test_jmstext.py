@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 proton = pytest.importorskip("proton")
 
-from msgcap.sources.amqp import headers_of
+from msgcap.sources.amqp_messages import headers_of
 from msgcap.sources.jmstext import (
     correlation_id_text,
     id_object,
