@@ -217,3 +217,54 @@ def test_what_jms_returns_for_fields_a_message_lacks() -> None:
     assert header_value(bare, "JMSTimestamp") == "0"
     assert header_value(bare, "JMSXGroupSeq") == "0"
     assert header_value(bare, "JMSMessageID") is None
+
+
+def _stomp_escaped(text: str) -> str:
+    """A STOMP 1.2 header value as a broker writes it on the wire."""
+    return (text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+            .replace(":", "\\c"))
+
+
+JAVA_VALUES = st.one_of(  # a JMS producer's typed property, as ActiveMQ writes it: String.valueOf
+    st.booleans().map(lambda b: "true" if b else "false"),
+    st.integers(-2 ** 63, 2 ** 63 - 1).map(str),
+    st.floats(allow_nan=False).map(java_double),
+    st.floats(width=32, allow_nan=False).map(java_float),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
+)
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(st.text(st.characters(whitelist_categories=("Lu", "Ll")), min_size=1,
+                               max_size=8).map("p_".__add__), JAVA_VALUES, max_size=6),
+       st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20),
+       st.one_of(st.none(), st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)),
+       st.booleans(), st.booleans())
+def test_stomp_frames_give_what_the_jms_consumer_reads(properties, message_id, correlation_id,
+                                                        redelivered, sized) -> None:
+    """The STOMP source, ActiveMQ's mapping: a MESSAGE frame's header lines (escaped as on the
+    wire) resolve through the table of JMS names to what ActiveMQ's JMS client returns: each
+    property and header as sent, JMSRedelivered false and JMSExpiration 0 when the frame has
+    none, the message class from content-length, JMSXDeliveryCount 1 on a first delivery."""
+    from msgcap.msgid import header_value
+    from msgcap.sources.stomp import _message, parse_headers
+
+    wire = {"message-id": f"ID:{message_id}", "destination": "/queue/q", "priority": "4",
+            "timestamp": "1700000000123", **properties}
+    if correlation_id is not None:
+        wire["correlation-id"] = correlation_id
+    if redelivered:
+        wire["redelivered"] = "true"
+    if sized:
+        wire["content-length"] = "1"
+    lines = [f"{_stomp_escaped(k)}:{_stomp_escaped(v)}" for k, v in wire.items()]
+    message = _message(parse_headers(lines), b"x", 0, always_sized=False)
+    for name, text in properties.items():
+        assert header_value(message, name) == text
+    assert header_value(message, "JMSMessageID") == f"ID:{message_id}"
+    assert header_value(message, "JMSCorrelationID") == correlation_id
+    assert header_value(message, "JMSTimestamp") == "1700000000123"
+    assert header_value(message, "JMSRedelivered") == ("true" if redelivered else "false")
+    assert header_value(message, "JMSExpiration") == "0"
+    assert header_value(message, "message-type") == ("BytesMessage" if sized else "TextMessage")
+    assert header_value(message, "JMSXDeliveryCount") == (None if redelivered else "1")
