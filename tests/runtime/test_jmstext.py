@@ -11,11 +11,10 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import proton
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-proton = pytest.importorskip("proton")
 
 from msgcap.sources.amqp_messages import headers_of
 from msgcap.sources.jmstext import (
