@@ -82,11 +82,16 @@ def bare_consumer(url: str, address: str, n: int, prefetch: int) -> tuple[float,
     return n / consumer.elapsed, cpu
 
 
-def beam_cpu(node_pid_file: Path) -> float:
-    """CPU seconds (user+sys) the broker's Erlang VM (beam.smp) has used so far."""
-    fields = Path(f"/proc/{node_pid_file.read_text().strip()}/stat").read_text()
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user+sys) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text()
     utime, stime = fields.rsplit(")", 1)[1].split()[11:13]
     return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
+def beam_cpu(node_pid_file: Path) -> float:
+    """CPU seconds the broker's Erlang VM (beam.smp) has used so far."""
+    return process_cpu(int(node_pid_file.read_text().strip()))
 
 
 def _utc(text: str) -> float:

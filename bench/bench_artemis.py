@@ -37,16 +37,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.bench_amqp import capture
+from bench.bench_amqp import capture, process_cpu
 from bench.bench_capture import body, free_port
 from tests import jms_clients
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user+sys) process ``pid`` has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text()
-    utime, stime = fields.rsplit(")", 1)[1].split()[11:13]
-    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
 
 
 def children_cpu() -> float:
