@@ -142,7 +142,8 @@ class Capture:
         """Finish the open transaction (if any) and stop; a second call stops at once.
         ``reason`` (the signal's name) is what ``run()`` returns then.
 
-        Safe from a signal handler: it only sets flags and wakes the source.
+        Called from the thread signals are delivered to (``msgcap.stopsignals``): it sets flags
+        and wakes the source, whose wake-up may take a lock the capture holds.
         """
         if self._stopping:
             self._stop_now = True

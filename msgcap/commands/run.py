@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -91,6 +90,7 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     from msgcap.checkpoint import CheckpointFile
     from msgcap.pipeline import build_pipeline, write_trail_defs
     from msgcap.report import HttpReport, Reporter
+    from msgcap.stopsignals import delivered_to_thread
     from msgcap.summary import ERROR, print_results, results, why_stopped
     from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
@@ -148,21 +148,18 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
         publisher.http = http.url
         publisher.publish()
 
-    previous = {sig: signal.signal(sig, lambda signum, _: capture.stop(
-        signal.Signals(signum).name)) for sig in (signal.SIGTERM, signal.SIGINT)}
-    log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
-             trail.path, recovery.seqno, recovery.rba, source.url)
     ended: tuple[str, str | None] = (ERROR, None)  # (exit reason, error): set below
     try:
-        capture.recover_spill()
-        source.open()
-        ended = (capture.run(), None)
+        with delivered_to_thread(capture.stop):
+            log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
+                     trail.path, recovery.seqno, recovery.rba, source.url)
+            capture.recover_spill()
+            source.open()
+            ended = (capture.run(), None)
     except BaseException as exc:
         ended = why_stopped(exc)
         raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         source.close()
         try:
             writer.close()

@@ -250,7 +250,7 @@ class Source(ABC):
         """These messages are durable (see the module doc)."""
 
     def interrupt(self) -> None:  # noqa: B027 - optional: a source that never waits
-        """End any wait early (safe to call from a signal handler)."""
+        """End any wait early; called from another thread than the capture's."""
 
     @abstractmethod
     def close(self) -> None:
