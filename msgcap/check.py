@@ -178,14 +178,9 @@ class Check:
             if line is not None:
                 self.say(f"source dir:{spool}: {line}")
             return
-        from msgcap.sources.probe import StompProbe
-
         probe = self.attempt(lambda: source_for(settings, probe=True))
         if probe is None:
             return
-        if not isinstance(probe, StompProbe):
-            from msgcap.sources.amqp import AmqpProbe  # (imported by source_for already)
-            assert isinstance(probe, AmqpProbe)
         if not connect:
             self.say(f"source {probe.url}: not contacted (--no-connect)")
             return

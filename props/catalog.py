@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from props.keys import (
     ALIASES,
     GLOBAL_KEYS,
-    IGNORED_JNDI_PREFIX,
     IGNORED_QUIET,
     JNDI_HEADS,
+    JNDI_PREFIX,
     PARSERS,
     RULE_ALIASES,
     RULE_ATTRS,
@@ -31,13 +31,14 @@ from props.keys import (
 
 # Keys recognised by their form rather than listed: per-table and per-column date formats,
 # user-defined tables and columns (declared by <p>.userdefs.tables), XML namespace prefixes,
-# Qpid JMS JNDI entries.
+# JNDI entries and environment.
 FAMILIES: tuple[str, ...] = (
     *(f"{p}.{family}" for p in PARSERS
       for family in ("dateformat.<T>", "dateformat.<T>.<C>", "userdefs.<T>.columns",
                      "userdefs.<T>.<C>")),
     "xml.namespace.<prefix>",
     *(f"{head}.<name>" for head in JNDI_HEADS),
+    f"{JNDI_PREFIX}<name>",
 )
 
 
@@ -73,5 +74,4 @@ def accepted_properties() -> tuple[PropertyName, ...]:
     names += [PropertyName(alias, "alias", canonical) for alias, canonical in ALIASES.items()]
     names += _rule_names()
     names += [PropertyName(key, "ignored") for key in IGNORED_QUIET]
-    names.append(PropertyName(f"{IGNORED_JNDI_PREFIX}<name>", "ignored"))
     return tuple(sorted(names, key=lambda n: n.name))

@@ -1,5 +1,5 @@
-"""A Qpid JMS JNDI configuration read as written; another provider's named with what to set
-instead (properties.md §8.2).
+"""JNDI as Oracle's adapter reads it (properties.md §8.2): Qpid JMS's configuration resolved into
+msgcap's own AMQP client, any other provider left to its own client in a JVM.
 
 The Java adapter found its broker through JNDI: ``jms.connectionFactory`` and ``jms.destination``
 name objects of the provider ``java.naming.factory.initial`` names. Qpid JMS's provider keeps
@@ -7,9 +7,10 @@ them as properties (``connectionfactory.NAME = amqp://…``, ``queue.NAME``, ``t
 the properties file itself or in the file ``java.naming.provider.url`` names, so they are
 resolved here into ``jms.url``, ``jms.destination`` and the settings the URL's options carry
 (each an entry the section builders read like any other, naming the JNDI entry in errors).
-Other providers keep their objects where msgcap cannot read them (a broker, a ``.bindings``
-file): they get one line saying what to set. Values are never printed: they may hold
-credentials; names are.
+Other providers keep their objects where only their own client reads them (a broker, a
+``.bindings`` file): without ``jms.url`` they are reached through that client
+(``msgcap.sources.jms``; ``props.sections.jms`` builds its ``JvmProvider``). Values are never
+printed: they may hold credentials; names are.
 """
 
 from __future__ import annotations
@@ -36,23 +37,9 @@ FACTORY = "java.naming.factory.initial"
 PROVIDER_URL = "java.naming.provider.url"
 CONNECTION_FACTORY = "jms.connectionFactory"
 
-# Other providers, by the start of their factory class: what to set instead.
-_SET_URL = "set jms.url and jms.destination instead"
-_ACTIVEMQ = ("ActiveMQ's JNDI (OpenWire, tcp://) is not read by msgcap: set jms.url to the "
-             "broker's STOMP (stomp://HOST:61613) or AMQP (amqp://HOST:5672) connector, and "
-             "jms.destination to the queue")
-_WEBLOGIC = ("WebLogic's JNDI (t3://) is not read by msgcap, and WebLogic JMS speaks neither "
-             "STOMP nor AMQP 1.0: forward its messages to a broker that does (or to files, "
-             "jms.url=dir:PATH) and " + _SET_URL)
-_IBM_MQ = ("IBM MQ's JNDI (a .bindings file or the WMQ context) is not read by msgcap: give the "
-           "queue manager an AMQP channel and set jms.url=amqp://HOST:5672 and jms.destination "
-           "(brokers.md)")
-_OTHER = ("names a JNDI provider msgcap does not read (it reads Qpid JMS's, " + QPID_FACTORY
-          + "): " + _SET_URL + f" ({URL_FORMS})")
-_FOREIGN = (("org.apache.activemq.", _ACTIVEMQ), ("weblogic.", _WEBLOGIC),
-            ("com.ibm.", _IBM_MQ), ("com.sun.jndi.fscontext.", _IBM_MQ))
-_FOREIGN_URL = (("tcp", _ACTIVEMQ), ("ssl", _ACTIVEMQ), ("nio", _ACTIVEMQ), ("t3", _WEBLOGIC),
-                ("t3s", _WEBLOGIC))
+CLIENT = "jms.client"  # jvm: a provider's own client in a JVM; native: msgcap's AMQP client
+NATIVE_UNUSED = ("not used by msgcap's own AMQP client (a provider's own client in a JVM reads "
+                 "them: jms.client=jvm); the user and password are jms.user and jms.password")
 
 _FAILOVER = re.compile(r"failover:(?://)?\((.*)\)(?:\?(.*))?\Z", re.IGNORECASE | re.DOTALL)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
@@ -82,19 +69,49 @@ class Resolved:
 
     items: dict[str, Pending]
     url_missing: str | None = None
+    jvm: bool = False  # jms.url unset: the provider's own JMS client in a JVM (JvmProvider)
 
 
 def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> Resolved:
-    """Resolve the JNDI entries of a load's canonical ``items`` (``${ENV}`` already applied)."""
+    """Resolve the JNDI entries of a load's canonical ``items`` (``${ENV}`` already applied):
+    without ``jms.url``, a provider other than Qpid JMS (or ``jms.client=jvm``) is reached
+    through its own client (``jvm``); Qpid JMS's entries are read here."""
     entries = {key: p for key, p in items.items() if key.partition(".")[0] in JNDI_HEADS}
     factory, provider = items.get(FACTORY), items.get(PROVIDER_URL)
+    client = _client(items.get(CLIENT))
+    if client == "jvm" and factory is None:
+        raise PropertyError(f"jvm needs {FACTORY} (the JMS provider's JNDI factory class)",
+                            prop=CLIENT, file=file, line=items[CLIENT].entry.line)
     if factory is None and provider is None and not entries \
             and CONNECTION_FACTORY not in items:
         return Resolved({})
+    foreign = factory is not None and factory.value.strip() != QPID_FACTORY
+    if "jms.url" in items:
+        if foreign or client == "jvm":
+            assert factory is not None
+            log.warning("%s: %s names a JMS provider reached through its own client when "
+                        "jms.url is unset; jms.url is set and is used", factory.entry.where,
+                        FACTORY)
+            return Resolved({})
+    elif client == "jvm" or (foreign and client is None):
+        return Resolved({}, jvm=True)
+    elif foreign:
+        assert factory is not None
+        return Resolved({}, f"{factory.entry.where}: {FACTORY}: {factory.value.strip()} is "
+                            f"reached through its own client only (jms.client=jvm), not "
+                            f"jms.client=native: set {CLIENT}=jvm or jms.url")
+    _warn_unused_naming(items, file)
     provider_path = _provider_path(provider, file) if provider else None
-    if provider is not None and provider_path is not None and _is_qpid_or_unknown(factory):
+    if provider is not None and provider_path is None:
+        return Resolved({}, f"{provider.entry.where}: {PROVIDER_URL}: names a provider's "
+                            f"server, not a Qpid JMS JNDI file: set {FACTORY} to the "
+                            f"provider's JNDI factory (its jars in jvm.bootoptions), or jms.url")
+    if provider is not None and provider_path is not None:
         if factory is None and _ibm_bindings(provider_path):
-            return _foreign(items, provider, _IBM_MQ)
+            return Resolved({}, f"{provider.entry.where}: {PROVIDER_URL}: a file-system "
+                                f"context (.bindings) is read by its provider's own client: "
+                                f"set {FACTORY}=com.sun.jndi.fscontext.RefFSContextFactory "
+                                f"and its jars in jvm.bootoptions, or jms.url")
         try:
             provided = _provider_entries(provider, provider_path, env)
         except PropertyError as exc:  # said by the commands that need a broker, as a
@@ -102,17 +119,36 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
                 return Resolved({}, str(exc))
             log.warning("%s; jms.url is used", exc)
             provided = {}
-        factory = factory or provided.get(FACTORY)
+        named = provided.get(FACTORY)
+        if named is not None and named.value.strip() != QPID_FACTORY \
+                and "jms.url" not in items:
+            return Resolved({}, f"{named.entry.where}: {FACTORY}: names "
+                                f"{named.value.strip()}: set it in the properties file, "
+                                f"where the provider's own client is reached from")
         entries = {**{k: p for k, p in provided.items()
                       if k.partition(".")[0] in JNDI_HEADS}, **entries}
-    foreign = _foreign_text(factory, provider, provider_path)
-    if foreign is not None:
-        return _foreign(items, *foreign)
     return _Qpid(items, entries, file).resolve()
 
 
-def _is_qpid_or_unknown(factory: Pending | None) -> bool:
-    return factory is None or factory.value.strip() == QPID_FACTORY
+def _client(entry: Pending | None) -> str | None:
+    """``jms.client``: ``jvm`` or ``native`` (None when unset)."""
+    if entry is None:
+        return None
+    value = entry.value.strip().lower()
+    if value not in ("jvm", "native"):
+        raise PropertyError(f"{entry.value.strip()!r} is not jvm or native", prop=CLIENT,
+                            file=entry.entry.file, line=entry.entry.line)
+    return value
+
+
+def _warn_unused_naming(items: Mapping[str, Pending], file: str) -> None:
+    """On msgcap's own AMQP client: the JNDI environment beyond the two keys it reads, and
+    ``jvm.bootoptions``, are unused (one warning naming them, never their values)."""
+    unused = [f"{key} (line {p.entry.line})" for key, p in items.items()
+              if (key.startswith("java.naming.") and key not in (FACTORY, PROVIDER_URL))
+              or key == "jvm.bootoptions"]
+    if unused:
+        log.warning("%s: ignored: %s: %s", file, ", ".join(unused), NATIVE_UNUSED)
 
 
 def _provider_path(provider: Pending, file: str) -> str | None:
@@ -158,34 +194,6 @@ def _provider_entries(provider: Pending, path: str, env: Mapping[str, str]
         log.warning("%s: ignored (not a Qpid JMS JNDI entry msgcap reads): %s", path,
                     ", ".join(ignored))
     return out
-
-
-def _foreign_text(factory: Pending | None, provider: Pending | None,
-                  provider_path: str | None) -> tuple[Pending, str] | None:
-    """(the entry that names another provider, what to set instead); None for Qpid JMS."""
-    if factory is not None:
-        name = factory.value.strip()
-        if name == QPID_FACTORY:
-            return None
-        text = next((text for start, text in _FOREIGN if name.startswith(start)), _OTHER)
-        return factory, text
-    if provider is not None and provider_path is None:
-        value = provider.value.strip()
-        inner = _FAILOVER.match(value)
-        scheme = _SCHEME.match(inner.group(1) if inner else value)
-        known = dict(_FOREIGN_URL).get(scheme.group(1).lower() if scheme else "")
-        return provider, known or _OTHER
-    return None
-
-
-def _foreign(items: Mapping[str, Pending], entry: Pending, text: str) -> Resolved:
-    """Another provider: a warning beside jms.url, else the line said instead of
-    ``jms.url: required``."""
-    line = f"{entry.entry.where}: {entry.key}: {text}"
-    if "jms.url" in items:
-        log.warning("%s; jms.url is used", line)
-        return Resolved({})
-    return Resolved({}, line)
 
 
 class _Qpid:

@@ -26,11 +26,16 @@ GLOBAL_KEYS = frozenset({
     "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
     "report.heartbeat", "jms.spool.minage", "jms.maxbytes", "jms.sasl.mechanisms",
     "jms.connectionFactory", "java.naming.factory.initial", "java.naming.provider.url",
+    "jms.client", "jvm.bootoptions", "connectionFactoryNames",
 })
 
-# First key segments of Qpid JMS's JNDI entries (``connectionfactory.NAME=amqp://…``,
-# ``queue.NAME``, ``topic.NAME``), which props.jndi resolves (§8.2).
-JNDI_HEADS = ("connectionfactory", "queue", "topic")
+# First key segments of JNDI entries written in the properties file: Qpid JMS's
+# (``connectionfactory.NAME=amqp://…``, ``queue.NAME``, ``topic.NAME``), which props.jndi
+# resolves, and Artemis's ``connectionFactory.NAME``; with ActiveMQ's ``connectionFactoryNames``
+# they go to a JMS provider's own InitialContext too (§8.2).
+JNDI_HEADS = ("connectionfactory", "connectionFactory", "queue", "topic")
+# Every ``java.naming.*`` property is the JNDI environment of a JMS provider (§8.2).
+JNDI_PREFIX = "java.naming."
 
 _OPTYPE_VALS = ("optype.insertval", "optype.updateval", "optype.deleteval")
 _TXIND_VALS = ("txind.beginval", "txind.middleval", "txind.endval", "txind.wholeval")
@@ -49,12 +54,8 @@ SECTION_KEYS: dict[str, frozenset[str]] = {
         "sourcedefs", "rules", "dateformat", "maxbytes", "maxdepth", "userdefs.tables")),
 }
 
-# Properties that are accepted and ignored (§12): quietly, or with one JNDI warning per file
-# (the ``java.naming.*`` properties other than the two of GLOBAL_KEYS).
-IGNORED_QUIET = frozenset({"jvm.bootoptions", "gg.log.classpath"})
-IGNORED_JNDI_PREFIX = "java.naming."
-JNDI_WARNING = ("msgcap reads java.naming.factory.initial and java.naming.provider.url only; "
-                "the user and password are jms.user and jms.password")
+# Properties that are accepted and ignored (§12).
+IGNORED_QUIET = frozenset({"gg.log.classpath"})
 
 # Documented alternative spellings (§14) → canonical property.
 ALIASES: dict[str, str] = {

@@ -21,14 +21,14 @@ from typing import Literal
 from props.errors import PropertyError
 from props.inputs import read_input
 from props.javaprops import Entry, parse_properties, substitute_env
+from props.jndi import Resolved
 from props.jndi import resolve as resolve_jndi
 from props.keys import (
     ALIASES,
     GLOBAL_KEYS,
-    IGNORED_JNDI_PREFIX,
     IGNORED_QUIET,
     JNDI_HEADS,
-    JNDI_WARNING,
+    JNDI_PREFIX,
     PARSERS,
     RESERVED,
     RULE_ALIASES,
@@ -59,8 +59,7 @@ from props.text import quoted
 
 # What other modules import from here, where it has always been.
 __all__ = [
-    "ALIASES", "GLOBAL_KEYS", "IGNORED_JNDI_PREFIX", "IGNORED_QUIET",
-    "JNDI_WARNING", "PARSERS", "RESERVED", "RULE_ALIASES", "RULE_ATTRS", "SECTION_KEYS",
+    "ALIASES", "GLOBAL_KEYS", "IGNORED_QUIET", "PARSERS", "RESERVED", "RULE_ALIASES", "RULE_ATTRS", "SECTION_KEYS",
     "check_format", "host_problem", "is_loopback", "load_settings", "path_problem",
     "settings_from_text", "split_host_port",
 ]
@@ -95,7 +94,7 @@ def settings_from_text(text: str, file: str = "<string>",
     env = os.environ if env is None else env
     items = _canonical_items(parse_properties(text, file), file, env)
     jndi = resolve_jndi(items, file, env)
-    return _build(Reader({**items, **jndi.items}, file), jndi.url_missing)
+    return _build(Reader({**items, **jndi.items}, file), jndi)
 
 
 # ---- collection -------------------------------------------------------------------------
@@ -104,7 +103,6 @@ def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
                      ) -> dict[str, Pending]:
     """The entries by canonical key, the last of a key winning, ``${ENV}`` substituted."""
     items: dict[str, Pending] = {}
-    jndi_ignored: list[str] = []
     for entry in entries:
         key = entry.key
         if key == "xmlparser" or key.startswith("xmlparser."):
@@ -112,17 +110,12 @@ def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
         if key in IGNORED_QUIET:
             log.debug("%s: %s is accepted and ignored", entry.where, key)
             continue
-        if key.startswith(IGNORED_JNDI_PREFIX) and key not in GLOBAL_KEYS:
-            jndi_ignored.append(f"{key} (line {entry.line})")
-            continue
         canonical = _canonical(entry)
         previous = items.get(canonical)
         if previous is not None:
             log.warning("%s:%d: %s is set again; line %d wins over line %d", file,
                         entry.line, canonical, entry.line, previous.entry.line)
         items[canonical] = Pending(canonical, entry, entry.value)
-    if jndi_ignored:
-        log.warning("%s: ignored: %s: %s", file, ", ".join(jndi_ignored), JNDI_WARNING)
     for pending in items.values():
         pending.value = substitute_env(pending.value, env, prop=pending.key,
                                        file=file, line=pending.entry.line)
@@ -173,6 +166,8 @@ def _classify(r: Reader, rules: dict[str, Rule], parser_type: str) -> None:
 def _section_of(r: Reader, rules: dict[str, Rule], key: str, candidates: list[str]) -> str:
     if key in GLOBAL_KEYS:
         return "global"
+    if key.startswith(JNDI_PREFIX) and key != JNDI_PREFIX:
+        return "global"  # a JMS provider's JNDI environment (props.jndi)
     head = key.partition(".")[0]
     if head in JNDI_HEADS:
         if not key[len(head) + 1:]:
@@ -226,7 +221,7 @@ def _candidates(rules: dict[str, Rule]) -> list[str]:
 
 # ---- build ------------------------------------------------------------------------------
 
-def _build(r: Reader, url_missing: str | None) -> Settings:
+def _build(r: Reader, jndi: Resolved) -> Settings:
     parser_type: ParserType | Literal[""] = r.choice("parser.type", PARSERS, "")
     if not parser_type:
         raise PropertyError("required (fixed, delim or xml)", prop="parser.type",
@@ -245,11 +240,11 @@ def _build(r: Reader, url_missing: str | None) -> Settings:
         fixed=sections["fixed"],  # type: ignore[arg-type]
         delim=sections["delim"],  # type: ignore[arg-type]
         xml=sections["xml"],  # type: ignore[arg-type]
-        jms=jms_settings(r, url_missing),
+        jms=jms_settings(r, jndi),
         trail=trail,
         checkpoint_dir=r.path("checkpoint.dir") or _SETTINGS.checkpoint_dir,
         archive_dir=r.path("archive.dir"),
-        error=error_settings(r),
+        error=error_settings(r, jvm=jndi.jvm),
         log=log_settings(r),
         report_http=report_http(r),
         report_heartbeat=report_heartbeat(r),

@@ -225,6 +225,29 @@ class XmlSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class JvmProvider:
+    """A JMS provider reached through its own client jars in a JVM inside msgcap (§8.2), as
+    Oracle's adapter reaches it: ``jvm.bootoptions`` (``classpath`` and the other ``options``),
+    the JNDI ``environment`` (every ``java.naming.*`` property and the provider's entries
+    written in the file; values may be secrets: never in repr), and the JNDI names of the
+    connection factory and the destination."""
+
+    factory: str  # java.naming.factory.initial
+    environment: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    connection_factory: str = ""
+    destination: str = ""
+    classpath: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """How logs and errors name it: the JNDI provider URL (without its query, which may
+        hold a password), else the factory class."""
+        url = dict(self.environment).get("java.naming.provider.url", "").partition("?")[0]
+        return f"jndi:{url}" if url else f"jndi:{self.factory}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JmsSettings:
     """``jms.*`` (§8, §9.1, §11). ``password`` never appears in repr."""
 
@@ -252,6 +275,7 @@ class JmsSettings:
     # Why jms.url is unset although the file speaks of JNDI, and what to set: one whole line
     # (file:line: property: reason), said instead of "jms.url: required" (props.jndi).
     url_missing: str | None = None
+    provider: JvmProvider | None = None  # a JMS provider's own client (jms.url unset)
 
     def url_required(self, reason: str = URL_REQUIRED) -> PropertyError:
         """The error of a command that needs a broker and finds no ``jms.url``: the JNDI line

@@ -22,10 +22,12 @@ _apt_install() {
 
 # ensure_venv: msgcap and its runtime dependencies in $VENV (editable: it follows the checkout);
 # ensure_venv test: the test extras too (pytest, pyspark, fuzzing and type tools: ~700 MB more,
-# and python-qpid-proton, the AMQP 1.0 client, which ensure_venv amqp installs alone).
+# and python-qpid-proton, the AMQP 1.0 client, which ensure_venv amqp installs alone, and JPype,
+# for a JMS provider's own client, which ensure_venv jms installs alone).
 ensure_venv() {
     local extras="${1:-}" modules="msgcap, lxml, elementpath, stomp"
     case "$extras" in test|amqp) modules="$modules, proton" ;; esac
+    case "$extras" in test|jms) modules="$modules, jpype" ;; esac
     [ "$extras" != test ] || modules="$modules, pyspark, hypothesis, atheris"
     local stamp="$VENV/.installed${extras:+-$extras}"
     if [ ! -x "$VENV/bin/python" ]; then

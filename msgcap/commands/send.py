@@ -2,7 +2,8 @@
 
 For demos, tests and load (properties.md §13): each dump entry is sent with its headers to
 ``jms.destination`` on the first reachable ``jms.url`` broker, persistent unless the entry says
-otherwise; over AMQP 1.0 as ``send_over_amqp`` says. Text bodies go without ``content-length`` (JMS TextMessage), bytes (``body_b64``
+otherwise; over AMQP 1.0 as ``send_over_amqp`` says; through a JMS provider's own client as
+``msgcap.sources.jms.send_to_provider`` says. Text bodies go without ``content-length`` (JMS TextMessage), bytes (``body_b64``
 entries, one-message files) with it (BytesMessage): a body's kind is what the dump says, never
 what its bytes look like. Every ``RECEIPT_EVERY``-th frame and the last one ask for a receipt (without
 waiting for it), so when the command returns the broker has every message, and when the broker
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         # stomp.py logs each failed attempt itself; the one error line below says it all
         logging.getLogger("stomp.py").setLevel(logging.ERROR)
     jms = settings.jms
-    if not jms.url:
+    if not jms.url and jms.provider is None:
         raise jms.url_required("required by msgcap send")
     if args.skip < 0:
         raise PropertyError("must not be negative", prop="--skip")
@@ -74,7 +75,11 @@ def run(args: argparse.Namespace) -> int:
         return itertools.islice(every, args.skip, None)
 
     started = time.monotonic()
-    if jms.url[0].startswith("dir:"):
+    if jms.provider is not None:
+        from msgcap.sources.jms import send_to_provider
+        count = send_to_provider(jms.provider, messages(), user=jms.user, password=jms.password)
+        where = f"{jms.provider.destination} at {jms.provider.where}"
+    elif jms.url[0].startswith("dir:"):
         count = send_to_spool(jms.url[0][4:], messages())
         where = jms.url[0]
     elif jms.url[0].lower().startswith(("amqp://", "amqps://")):

@@ -1,8 +1,8 @@
-"""Live message sources for ``msgcap run``: the STOMP and AMQP 1.0 broker sources and the spool
-directory.
+"""Live message sources for ``msgcap run``: the STOMP and AMQP 1.0 broker sources, a JMS
+provider's own client (``msgcap.sources.jms``) and the spool directory.
 
-``source_for(settings)`` picks one from ``jms.url`` (properties.md §8); both implement
-``msgcap.sources.base.Source``.
+``source_for(settings)`` picks one from ``jms.url``, else a JMS provider's JNDI settings
+(properties.md §8); each implements ``msgcap.sources.base.Source``.
 """
 
 from __future__ import annotations
@@ -19,13 +19,21 @@ __all__ = ["Redelivery", "Source", "source_for"]
 
 def source_for(settings: Settings, *, probe: bool = False) -> Source:
     """The source ``jms.url`` names: ``dir:PATH``, a list of ``stomp[+ssl]://`` brokers or of
-    ``amqp[s]://`` brokers (``probe``: a broker's as ``msgcap check`` looks at it,
-    ``msgcap.sources.probe``, ``msgcap.sources.amqp.AmqpProbe``).
+    ``amqp[s]://`` brokers; without it, a JMS provider's own client (``probe``: a broker's as
+    ``msgcap check`` looks at it, ``msgcap.sources.probe``, ``msgcap.sources.amqp.AmqpProbe``,
+    ``msgcap.sources.jms.JmsProbe``).
 
     The URLs and the destination were validated when the properties were loaded
     (``props.loader``); only their presence is a matter of the command.
     """
     jms = settings.jms
+    if jms.provider is not None:
+        from msgcap.sources.jms import JmsProbe, JmsSource
+        return (JmsProbe if probe else JmsSource)(
+            jms.provider, user=jms.user, password=jms.password,
+            client_id=settings.trail.extract, selector=jms.selector, ack=jms.ack,
+            ack_batch=jms.ack_batch, prefetch=jms.prefetch, id_mode=jms.id,
+            max_bytes=jms.maxbytes)
     urls = tuple(jms.url)
     if not urls:
         raise jms.url_required()

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from msgcap.sources.base import Unreadable, body_size, text_charset, too_large
+from msgcap.sources.base import BODY_KIND, Unreadable, body_size, text_charset, too_large
 from msgcap.sources.jmstext import correlation_id_text, id_object, java_text, message_id_text
 from parsers.model import Message
 from props.errors import MessageError, SourceError
@@ -145,9 +145,6 @@ SHORT_DATA = b"\x00Su"  # a data section's head as every client writes it (small
 # A body section's descriptor in any form (smallulong, ulong, symbol), or bytes that may be one.
 BODY_DESCRIPTOR = re.compile(rb"\x00S[u-w]|\x80\x00{7}[u-w]|amqp:(?:data:|amqp-)")
 FIXED_WIDTHS = (0, 1, 2, 4, 8, 16)  # of the format codes 0x4_ to 0x9_ (AMQP 1.0 §1.6)
-# The header of a message msgcap could not capture whose body is kept in another form: the encoded
-# body sections (an ``amqp-value`` map...), or the transfer's payload as it came.
-BODY_KIND = "msgcap-body-kind"
 NOT_A_MESSAGE = "transfer payload (not an AMQP message)"
 
 

@@ -42,6 +42,11 @@ from props.errors import MessageError
 HEADER_BYTES = 1 << 20
 
 
+# The header of a message msgcap could not capture whose body is kept in another form (an AMQP
+# message's encoded body sections, a JMS MapMessage as JSON ...), or as it came.
+BODY_KIND = "msgcap-body-kind"
+
+
 def too_large(size: int, limit: int, *, source: str | None = None,
               at_least: bool = False) -> MessageError:
     """The message error of a body over ``jms.maxbytes`` (``at_least``: reading stopped after

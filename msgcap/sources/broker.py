@@ -28,7 +28,9 @@ retry; ``Lost`` in the inbox is a lost connection.
   longest run of delivered messages that are all durable; a message still held (an open
   transaction not yet spilled) stops the run, and what follows it waits. An adapter whose
   acknowledgement is cumulative (``cumulative_acks``) sends one, for the run's last message.
-  ``client-individual`` settles each durable message. The broker stops at ``jms.prefetch``
+  ``client-individual`` settles each durable message. An adapter whose acknowledgement settles
+  every message received so far (``acks_all_received``: a JMS session's) acknowledges only when
+  none received is still held. The broker stops at ``jms.prefetch``
   unsettled messages, so the capture ends a commit group before (``window``).
 * ``error.destination``: ``dead_letters`` publishes a discarded message there and waits for the
   broker's confirmation before the capture may acknowledge the original. A connection lost
@@ -255,6 +257,9 @@ class BrokerSource(Source):
     protocol = "STOMP"  # in messages: "a STOMP source"
     ack_unit = "ACK frames"  # what acknowledges messages on the wire, for the closing log line
     cumulative_acks = True  # one acknowledgement settles every earlier delivery (jms.ack=client)
+    # one acknowledgement settles every delivery received so far, later ones too (a JMS
+    # session's acknowledge()): it waits until every message received is durable
+    acks_all_received = False
 
     def __init__(self, endpoints: Sequence[Endpoint], destination: str, *, prefetch: int,
                  ack: str, ack_batch: int | None, id_mode: str, selector: str | None,
@@ -509,6 +514,9 @@ class BrokerSource(Source):
             unacked, run = self._unacked, []
             while unacked and unacked[0].durable:
                 run.append(unacked.popleft())
+            if self.acks_all_received and unacked:  # a message received later is held
+                unacked.extendleft(reversed(run))
+                return
             durable = run[-1:] if self.cumulative_acks else run
         if not durable:
             return

@@ -9,10 +9,14 @@ from props.settings import ErrorSettings
 _ERROR = ErrorSettings()  # the defaults of unset properties
 
 
-def error_settings(r: Reader) -> ErrorSettings:
+def error_settings(r: Reader, *, jvm: bool = False) -> ErrorSettings:
+    """``jvm``: a JMS provider's own client, where ``error.destination`` is a JNDI name."""
     policy = r.choice("error.policy", ("abend", "discard"), _ERROR.policy)
     destination = r.text("error.destination")
-    if destination is not None:
+    if destination is not None and jvm:
+        if policy != "discard":
+            raise r.error("error.destination", "needs error.policy=discard")
+    elif destination is not None:
         destination = broker_destination(r, destination, "error.destination")
         if destination.startswith("/topic/"):
             raise r.error("error.destination", "a topic keeps a message only for the "

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import shlex
+from typing import TYPE_CHECKING
 
+from props.keys import JNDI_HEADS, JNDI_PREFIX
 from props.reader import UNSIGNED, Reader, path_problem, split_host_port, split_list
-from props.settings import URL_FORMS, IdKind, JmsSettings
+from props.settings import URL_FORMS, IdKind, JmsSettings, JvmProvider
 from props.text import quoted
+
+if TYPE_CHECKING:
+    from props.jndi import Resolved
+
+log = logging.getLogger("msgcap.props")
 
 _JMS = JmsSettings()  # the defaults of unset properties
 _PROTOCOLS = {"stomp": "STOMP", "stomp+ssl": "STOMP", "amqp": "AMQP", "amqps": "AMQP"}
@@ -17,8 +27,20 @@ _NAMED_ID_KINDS: dict[str, IdKind] = {"ogg": "ogg", "time": "time", "activemq": 
 _CALLABLE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def jms_settings(r: Reader, url_missing: str | None = None) -> JmsSettings:
-    """``url_missing``: props.jndi's line for a file that speaks of JNDI but gives no jms.url."""
+# What msgcap's own clients use and a JMS provider's own client sets its own way.
+_NOT_ON_JVM = ("jms.heartbeat", "jms.ssl.ca", "jms.ssl.cert", "jms.ssl.key", "jms.vhost",
+               "jms.sasl.mechanisms")
+# ActiveMQ pages 200 messages at a time to a consumer: a larger commit group would wait for a
+# receive to time out.
+JVM_ACK_BATCH = 100
+
+
+def jms_settings(r: Reader, jndi: Resolved | None = None) -> JmsSettings:
+    """``jndi``: what props.jndi made of the JNDI properties (the line for a file that speaks of
+    JNDI but gives no jms.url; whether a provider's own client is used)."""
+    if jndi is not None and jndi.jvm:
+        return _jvm_settings(r)
+    url_missing = jndi.url_missing if jndi is not None else None
     urls: tuple[str, ...] = ()
     url_text = r.text("jms.url")
     if url_text is not None:
@@ -57,6 +79,78 @@ def jms_settings(r: Reader, url_missing: str | None = None) -> JmsSettings:
         maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
         url_missing=url_missing,
     )
+
+
+def _jvm_settings(r: Reader) -> JmsSettings:
+    """A JMS provider's own client (§8.2): JNDI names as they are, the JVM's options, and the
+    jms.* settings that keep their meaning there."""
+    unused = [f"{key} (line {r.items[key].entry.line})" for key in _NOT_ON_JVM if key in r.items]
+    if unused:
+        log.warning("%s: ignored: %s: a JMS provider's own client sets these its own way "
+                    "(its JNDI entries, URL options and jvm.bootoptions)", r.file,
+                    ", ".join(unused))
+    if r.text("jms.ack") == "client-individual":
+        raise r.error("jms.ack", "client-individual is not on a JMS provider's own client: "
+                      "JMS acknowledges every message the session received at once")
+    factory = r.text("java.naming.factory.initial") or ""
+    names = {}
+    for key in ("jms.connectionFactory", "jms.destination"):
+        value = r.text(key)
+        if not value:
+            raise r.error(key, f"required: the JNDI name of the {key[4:]} "
+                          f"({factory} is reached through JNDI)")
+        names[key] = value
+    environment = tuple((key, p.value) for key, p in r.items.items()
+                        if key.startswith(JNDI_PREFIX) or key == "connectionFactoryNames"
+                        or key.partition(".")[0] in JNDI_HEADS)
+    classpath, options = _bootoptions(r)
+    provider = JvmProvider(factory=factory, environment=environment,
+                           connection_factory=names["jms.connectionFactory"],
+                           destination=names["jms.destination"], classpath=classpath,
+                           options=options)
+    id_text, id_kind = _jms_id(r)
+    return JmsSettings(
+        destination=provider.destination, user=r.raw("jms.user"),
+        password=r.raw("jms.password"),
+        prefetch=r.integer("jms.prefetch", None, 1) or _JMS.prefetch,
+        selector=r.text("jms.selector") or None,
+        ack_batch=r.integer("jms.ack.batch", None, 1) or JVM_ACK_BATCH,
+        id=id_text, id_kind=id_kind,
+        report_output=r.choice("jms.report.output", ("report", "log", "both"),
+                               _JMS.report_output),
+        report_time=r.duration("jms.report.time"),
+        report_records=r.integer("jms.report.records", None, 1),
+        maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
+        provider=provider,
+    )
+
+
+def _bootoptions(r: Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``jvm.bootoptions``: the class path of ``-Djava.class.path=A:B`` (each entry as the JVM
+    reads it, relative to the current directory; ``DIR/*`` every jar of DIR), and every other
+    ``-D``/``-X`` option as it is. An entry that does not exist is a warning: Oracle's files
+    name GoldenGate's own jars, which msgcap does not need."""
+    value = r.text("jvm.bootoptions") or ""
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise r.error("jvm.bootoptions", f"cannot be split into options: {exc}") from None
+    classpath: list[str] = []
+    options: list[str] = []
+    for word in words:
+        if word.startswith("-Djava.class.path="):
+            classpath += [e for e in word.partition("=")[2].split(os.pathsep) if e]
+        elif word.startswith(("-D", "-X")):
+            options.append(word)
+        else:
+            raise r.error("jvm.bootoptions", f"{quoted(word)} is not a JVM option (-Dname=value, "
+                          "-X…); the class path is -Djava.class.path=A:B")
+    missing = [e for e in classpath
+               if not os.path.exists(e[:-2] if e.endswith(("/*", os.sep + "*")) else e)]
+    if missing:
+        log.warning("%s: jvm.bootoptions: class path entries that do not exist: %s", r.file,
+                    ", ".join(missing))
+    return tuple(classpath), tuple(options)
 
 
 def protocol(url: str) -> str:
