@@ -17,15 +17,11 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from tests import jms_providers
 from tests.conftest import REPO
 
 Body = bytes | str
 TIMEOUT = 600  # one program run, at most (50,000 messages included)
-# ActiveMQ 5's OpenWire JMS client (Debian's activemq package) and what it needs, put before the
-# Artemis distribution's lib/ (which has a newer activemq-client of its own).
-OPENWIRE_JARS = ("activemq-client.jar", "hawtbuf.jar", "slf4j-api.jar",
-                 "geronimo-j2ee-management-1.1-spec.jar")
-OPENWIRE_LIB = "/usr/share/activemq/lib"
 OPENWIRE_FACTORY = "org.apache.activemq.ActiveMQConnectionFactory"
 
 
@@ -43,9 +39,9 @@ def run(program: str, url: str, destination: str, *args: str, openwire: bool = F
     """Run ``program`` (JmsProduce, JmsConsume, JmsBench) on ``destination``: its stdout, or an
     AssertionError with what it said. ``openwire``: through ActiveMQ 5's OpenWire client."""
     path = classpath()
-    if openwire:
-        jars = ":".join(f"{OPENWIRE_LIB}/{jar}" for jar in OPENWIRE_JARS)
-        path = f"{jars}:{path}"
+    if openwire:  # Debian's ActiveMQ 5 client, before the Artemis distribution's lib/ (which
+        # has a newer activemq-client of its own)
+        path = f"{jms_providers.classpath('activemq')}:{path}"
         args = ("--factory", OPENWIRE_FACTORY, *args)
     done = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", path, program,
                            "--url", url, "--destination", destination, *args],
@@ -56,15 +52,15 @@ def run(program: str, url: str, destination: str, *args: str, openwire: bool = F
     return done.stdout
 
 
-def produce(url: str, destination: str, *args: str) -> list[str]:
+def produce(url: str, destination: str, *args: str, openwire: bool = False) -> list[str]:
     """JmsProduce's options ``args`` (tests/java/JmsProduce.java); the JMSMessageIDs sent."""
-    out = run("JmsProduce", url, destination, "--ids", *args).splitlines()
+    out = run("JmsProduce", url, destination, "--ids", *args, openwire=openwire).splitlines()
     assert out and out[-1].startswith("sent "), out[-5:]
     return out[:-1]
 
 
 def send(url: str, destination: str, bodies: Iterable[Body], *args: str,
-         batch: int = 500) -> int:
+         batch: int = 500, openwire: bool = False) -> int:
     """Send ``bodies`` in order (bytes: a BytesMessage, text: a TextMessage), persistent, in
     transacted batches of ``batch``; how many were sent (and committed)."""
     with tempfile.NamedTemporaryFile("w", suffix=".bodies") as fh:
@@ -73,7 +69,7 @@ def send(url: str, destination: str, bodies: Iterable[Body], *args: str,
             fh.write(f"{kind} {base64.b64encode(data).decode()}\n")
         fh.flush()
         out = run("JmsProduce", url, destination, "--bodies", fh.name, "--batch", str(batch),
-                  *args)
+                  *args, openwire=openwire)
     return int(out.split()[-2])
 
 

@@ -73,7 +73,7 @@ class JmsSource(BrokerSource):
                          selector=selector, client_id=client_id, max_bytes=max_bytes, **core)
         self.provider, self.user, self.password = provider, user, password
         self._context: Any = None  # the InitialContext (kept: lookups of error.destination)
-        self._connection: Any = None
+        self._conn: Any = None
         self._session: Any = None
         self._bridge: Any = None
         self._producers: dict[str, Any] = {}
@@ -102,7 +102,7 @@ class JmsSource(BrokerSource):
         bridge_class = jvm.bridge_class(ns)
         connection = (factory.createConnection(self.user, self.password)
                       if self.user is not None else factory.createConnection())
-        self._connection = connection
+        self._conn = connection
         inbox = self._inbox
 
         def lost(exception: Any) -> None:
@@ -177,7 +177,7 @@ class JmsSource(BrokerSource):
         return ConnectFailed(words)
 
     def _disconnect(self) -> None:
-        connection, self._connection = self._connection, None
+        connection, self._conn = self._conn, None
         self._bridge = self._session = None
         self._producers = {}
         if connection is None:
@@ -269,7 +269,8 @@ class JmsSource(BrokerSource):
             log.info("sending to %s failed", destination, exc_info=exc,
                      extra={"file_only": True})
             name = str(exc.getClass().getName())
-            if name.endswith(("InvalidDestinationException", "SecurityException")):
+            if name.endswith(("InvalidDestinationException", "SecurityException",
+                              "MessageFormatException", "IllegalArgumentException")):
                 return _words(exc)
             raise ConnectionLost(f"sending failed: {_words(exc)}") from None
         return None
@@ -388,7 +389,7 @@ class JmsProbe(JmsSource):
             ns = jvm.namespace_of(factory)
             connection = (factory.createConnection(self.user, self.password)
                           if self.user is not None else factory.createConnection())
-            self._connection = connection
+            self._conn = connection
             session = connection.createSession(False, jpype.JClass(f"{ns}.Session")
                                                .AUTO_ACKNOWLEDGE)
             connection.start()
@@ -448,7 +449,7 @@ def send_to_provider(provider: JvmProvider, messages: Any, *, user: str | None,
         bridge = jvm.bridge_class(ns)
         connection = (factory.createConnection(user, password) if user is not None
                       else factory.createConnection())
-        source._connection = connection
+        source._conn = connection
         session = connection.createSession(False, jpype.JClass(f"{ns}.Session").AUTO_ACKNOWLEDGE)
         producer = session.createProducer(destination)
         for message in messages:

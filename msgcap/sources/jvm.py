@@ -12,6 +12,7 @@ Java version. Every failure is a ``SourceError`` naming the property to change.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import logging
@@ -93,6 +94,7 @@ def start(provider: JvmProvider) -> None:
         raise SourceError(f"cannot start the JVM ({library}) with jvm.bootoptions: "
                           f"{exc}") from None
     _started = wanted
+    atexit.register(_at_exit)  # (runs before JPype's own, registered earlier)
     log.info("JVM %s started (%s)", jpype.java.lang.System.getProperty("java.version"),
              library)
 
@@ -103,6 +105,22 @@ def leave_at_exit() -> None:
     import jpype.config
 
     jpype.config.destroy_jvm = False
+
+
+def _at_exit() -> None:
+    """Let JPype destroy the JVM only when no thread of a provider could make it wait for
+    ever (destroying it waits for every non-daemon thread)."""
+    import jpype
+
+    if not jpype.isJVMStarted():
+        return
+    current = jpype.java.lang.Thread.currentThread()
+    waiting = [str(t.getName()) for t in jpype.java.lang.Thread.getAllStackTraces().keySet()
+               if t.isAlive() and not t.isDaemon() and t != current
+               and str(t.getName()) != "DestroyJavaVM"]
+    if waiting:
+        log.debug("JVM threads left at exit: %s", ", ".join(waiting))
+        leave_at_exit()
 
 
 def namespace_of(factory: Any) -> str:

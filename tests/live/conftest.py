@@ -23,6 +23,7 @@ from msgcap.sources.broker import BrokerSource
 from parsers.model import Message
 from tests.amqp_client import Body, Received
 from tests.conftest import Broker
+from tests.jms_providers import Provider
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "delimited"
@@ -229,3 +230,12 @@ def _receive(broker: Broker, destination: str, quiet: float, consume: bool) -> l
 @pytest.fixture
 def work(tmp_path: Path) -> Work:
     return Work(tmp_path / "home")
+
+
+@pytest.fixture(params=("activemq", "artemis"))
+def provider(request: pytest.FixtureRequest) -> Provider:
+    """A JMS provider reached through its own client jars (tests.jms_providers): ActiveMQ over
+    OpenWire, Artemis over its core protocol (javax.jms)."""
+    broker = request.getfixturevalue("activemq" if request.param == "activemq"
+                                     else "artemis_amqp")
+    return Provider(request.param, broker)
