@@ -28,7 +28,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar, cast
 
 from gendef.build import build_definitions, check_names_known
 from gendef.model import Definitions, Table
@@ -45,6 +45,7 @@ from props.text import quoted
 
 if TYPE_CHECKING:
     from gendef.copybook import FieldLayout
+    from msgcap.sources.base import Probe
     from parsers.fixed.plan import FixedPlan
     from props.settings import Settings
 
@@ -178,7 +179,7 @@ class Check:
             if line is not None:
                 self.say(f"source dir:{spool}: {line}")
             return
-        probe = self.attempt(lambda: source_for(settings, probe=True))
+        probe = cast("Probe | None", self.attempt(lambda: source_for(settings, probe=True)))
         if probe is None:
             return
         if not connect:

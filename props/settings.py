@@ -9,6 +9,7 @@ fields.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
@@ -244,6 +245,7 @@ class JvmProvider:
         """How logs and errors name it: the JNDI provider URL (without its query, which may
         hold a password), else the factory class."""
         url = dict(self.environment).get("java.naming.provider.url", "").partition("?")[0]
+        url = re.sub(r"(//|\()[^/@()]*@", r"\1", url)  # user:password@ too
         return f"jndi:{url}" if url else f"jndi:{self.factory}"
 
 

@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from msgcap.trail.julian import unix_us_to_iso
 from parsers.model import Message
@@ -202,6 +202,15 @@ class Unreadable(Exception):
     def __init__(self, message: Message, error: MessageError) -> None:
         super().__init__(str(error))
         self.message, self.error = message, error
+
+
+class Probe(Protocol):
+    """A source as ``msgcap check`` looks at it (``source_for(settings, probe=True)``):
+    ``probe()`` connects, takes nothing, and says what it reached."""
+
+    url: str
+
+    def probe(self) -> str: ...
 
 
 class Source(ABC):

@@ -329,7 +329,7 @@ def _quietly_close(connection: Any) -> None:
 
 def _words(exc: Any) -> str:
     """A Java exception in one line: its message (else its class) and its cause's."""
-    said = []
+    said: list[str] = []
     current = exc
     while current is not None and len(said) < 3:
         text = current.getMessage()
@@ -357,7 +357,7 @@ def _class_missing(exc: Any) -> bool:
 def _listing(context: Any) -> str:
     """The names the context lists at its root (some providers list none)."""
     try:
-        names = []
+        names: list[str] = []
         listing = context.list("")
         while listing.hasMore() and len(names) <= LISTED:
             names.append(str(listing.next().getName()))
