@@ -103,6 +103,10 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
     _warn_unused_naming(items, file)
     provider_path = _provider_path(provider, file) if provider else None
     if provider is not None and provider_path is None:
+        if "jms.url" in items:
+            log.warning("%s: %s names a provider's server, not a Qpid JMS JNDI file; jms.url "
+                        "is set and is used", provider.entry.where, PROVIDER_URL)
+            return Resolved({})
         return Resolved({}, f"{provider.entry.where}: {PROVIDER_URL}: names a provider's "
                             f"server, not a Qpid JMS JNDI file: set {FACTORY} to the "
                             f"provider's JNDI factory (its jars in jvm.bootoptions), or jms.url")

@@ -14,6 +14,7 @@ from typing import Literal
 
 from props.errors import PropertyError
 from props.expr import Expr, XPath
+from props.text import redact_urls
 
 _NOWHERE = 0
 
@@ -241,9 +242,10 @@ class JvmProvider:
 
     @property
     def where(self) -> str:
-        """How logs and errors name it: the JNDI provider URL (without its query, which may
-        hold a password), else the factory class."""
-        url = dict(self.environment).get("java.naming.provider.url", "").partition("?")[0]
+        """How logs and errors name it: the JNDI provider URL (without its query and its user
+        information, which may hold a password), else the factory class."""
+        url = redact_urls(dict(self.environment).get("java.naming.provider.url", "")
+                          .partition("?")[0])
         return f"jndi:{url}" if url else f"jndi:{self.factory}"
 
 
