@@ -242,10 +242,14 @@ class JvmProvider:
 
     @property
     def where(self) -> str:
-        """How logs and errors name it: the JNDI provider URL (without its query and its user
-        information, which may hold a password), else the factory class."""
-        url = redact_urls(dict(self.environment).get("java.naming.provider.url", "")
-                          .partition("?")[0])
+        """How logs and errors name it: the JNDI provider URL, else the URL of the connection
+        factory's own entry (Artemis: ``connectionFactory.NAME``), without its query and its
+        user information (which may hold a password), else the factory class."""
+        environment = dict(self.environment)
+        url = next((environment[key] for key in (
+            "java.naming.provider.url", f"connectionFactory.{self.connection_factory}",
+            f"connectionfactory.{self.connection_factory}") if environment.get(key)), "")
+        url = redact_urls(url.partition("?")[0])
         return f"jndi:{url}" if url else f"jndi:{self.factory}"
 
 
