@@ -254,3 +254,11 @@ def test_settings_of_msgcap_s_own_clients_are_warned_unused(caplog):
         f"{FILE}: ignored: jms.heartbeat (line 8), jms.ssl.ca (line 9), jms.vhost (line 10), "
         "jms.sasl.mechanisms (line 11): a JMS provider's own client sets these its own way "
         "(its JNDI entries, URL options and jvm.bootoptions)")]
+
+
+def test_an_artemis_connection_factory_entry_names_the_broker():
+    provider = jvm("java.naming.factory.initial=org.apache.activemq.artemis.jndi."
+                   f"ActiveMQInitialContextFactory\nconnectionFactory.CF=tcp://admin:{SECRET}@"
+                   "mq1:61616?consumerWindowSize=0\njms.connectionFactory=CF\n"
+                   "jms.destination=dynamicQueues/orders\n").jms.provider
+    assert provider is not None and provider.where == "jndi:tcp://***@mq1:61616"
