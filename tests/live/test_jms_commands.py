@@ -44,11 +44,14 @@ def waiting(provider: Provider, queue: str) -> list[str]:
 def test_check_connects_finds_the_destination_and_counts_without_consuming(
         work: Work, provider: Provider) -> None:
     queue = provider.new_queue()
-    properties = provider.properties(queue)
+    properties = {**provider.properties(queue), "java.naming.security.principal": "capture",
+                  "java.naming.security.credentials": "Jndi-Secret-77",
+                  "jms.user": "capture", "jms.password": "Jms-Secret-78"}
     work.properties(**properties)
     sent = jms_clients.produce(provider.url, queue, "--count", "3",
                                openwire=provider.openwire)
     done = work.msgcap("check", "--prop", str(work.prop), check=True)
+    assert "Secret" not in done.stdout + done.stderr
     [line] = [line for line in done.stdout.splitlines() if line.startswith("source ")]
     name = properties["jms.destination"]
     assert re.fullmatch(rf"source jndi:\S+: connected to \S.* \S+, found {re.escape(name)} in "
@@ -181,12 +184,13 @@ def test_a_refused_login_is_one_line_and_never_the_password(work: Work,
 def test_run_says_one_line_and_logs_the_java_trace(work: Work, provider: Provider) -> None:
     properties = provider.properties(provider.new_queue())
     properties["jms.connectionFactory"] = "NoSuchName"
-    work.properties(**properties)
+    work.properties(**properties, java_naming_security_credentials="Jndi-Secret-77")
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "1", timeout=120)
     line = one_line(done, "run")
     assert "jms.connectionFactory: JNDI has no 'NoSuchName'" in line
     logged = "".join(p.read_text() for p in (work.root / "dirrpt").glob("*.log"))
     assert "javax.naming.NameNotFoundException" in logged and JAVA_TRACE.search(logged)
+    assert "Jndi-Secret-77" not in logged + done.stdout + done.stderr
 
 
 # ---- send --------------------------------------------------------------------------------------
