@@ -147,8 +147,10 @@ class JmsSource(BrokerSource):
             return context.lookup(name)
         except jpype.JClass("javax.naming.NameNotFoundException") as exc:
             log.info("JNDI lookup of %s failed", name, exc_info=exc, extra={"file_only": True})
-            raise SourceError(f"{prop}: JNDI has no {name!r} ({_words(exc)}); "
-                              f"{_listing(context)}", url=self.provider.where) from None
+            words = _words(exc)
+            said = f" ({words})" if words != name else ""  # (most say only the name)
+            raise SourceError(f"{prop}: JNDI has no {name!r}{said}; {_listing(context)}",
+                              url=self.provider.where) from None
 
     def _refusal(self, exc: Any) -> Exception:
         """A Java exception of connecting: ``ConnectFailed`` when a retry may cure it (the

@@ -91,7 +91,7 @@ def test_a_jndi_name_that_does_not_exist_is_one_line_naming_it(work: Work, provi
     work.properties(**properties)
     line = one_line(work.msgcap("check", "--prop", str(work.prop)))
     name = properties[prop]
-    assert f": {prop}: JNDI has no '{name}' ({name}); names there: " in line
+    assert f": {prop}: JNDI has no '{name}'; names there: " in line
     listed = line.partition("; names there: ")[2].split(", ")
     assert ("ConnectionFactory" if provider.openwire else "CF") in listed
     assert "dynamicQueues" in listed
