@@ -84,7 +84,6 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
                             prop=CLIENT, file=file, line=items[CLIENT].entry.line)
     if factory is None and provider is None and not entries \
             and CONNECTION_FACTORY not in items:
-        _warn_unused_naming(items, file)
         return Resolved({})
     foreign = factory is not None and factory.value.strip() != QPID_FACTORY
     if "jms.url" in items:
@@ -104,13 +103,13 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
     _warn_unused_naming(items, file)
     provider_path = _provider_path(provider, file) if provider else None
     if provider is not None and provider_path is None:
-        said = (f"{provider.entry.where}: {PROVIDER_URL}: names a provider's server, not a Qpid "
-                f"JMS JNDI file: set {FACTORY} to the provider's JNDI factory (its jars in "
-                f"jvm.bootoptions)")
         if "jms.url" in items:
-            log.warning("%s; jms.url is used", said)
+            log.warning("%s: %s names a provider's server, not a Qpid JMS JNDI file; jms.url "
+                        "is set and is used", provider.entry.where, PROVIDER_URL)
             return Resolved({})
-        return Resolved({}, f"{said}, or jms.url")
+        return Resolved({}, f"{provider.entry.where}: {PROVIDER_URL}: names a provider's "
+                            f"server, not a Qpid JMS JNDI file: set {FACTORY} to the "
+                            f"provider's JNDI factory (its jars in jvm.bootoptions), or jms.url")
     if provider is not None and provider_path is not None:
         if factory is None and _ibm_bindings(provider_path):
             return Resolved({}, f"{provider.entry.where}: {PROVIDER_URL}: a file-system "
@@ -147,12 +146,11 @@ def _client(entry: Pending | None) -> str | None:
 
 
 def _warn_unused_naming(items: Mapping[str, Pending], file: str) -> None:
-    """On msgcap's own AMQP client: the JNDI environment beyond the two keys it reads is unused
-    (one warning naming them, never their values), and so is ``jvm.bootoptions`` (DEBUG)."""
+    """On msgcap's own AMQP client: the JNDI environment beyond the two keys it reads, and
+    ``jvm.bootoptions``, are unused (one warning naming them, never their values)."""
     unused = [f"{key} (line {p.entry.line})" for key, p in items.items()
-              if key.startswith("java.naming.") and key not in (FACTORY, PROVIDER_URL)]
-    if "jvm.bootoptions" in items:
-        log.debug("%s: jvm.bootoptions is not used: no JVM is started", file)
+              if (key.startswith("java.naming.") and key not in (FACTORY, PROVIDER_URL))
+              or key == "jvm.bootoptions"]
     if unused:
         log.warning("%s: ignored: %s: %s", file, ", ".join(unused), NATIVE_UNUSED)
 

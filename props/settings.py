@@ -9,12 +9,12 @@ fields.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from props.errors import PropertyError
 from props.expr import Expr, XPath
+from props.text import redact_urls
 
 _NOWHERE = 0
 
@@ -242,10 +242,14 @@ class JvmProvider:
 
     @property
     def where(self) -> str:
-        """How logs and errors name it: the JNDI provider URL (without its query, which may
-        hold a password), else the factory class."""
-        url = dict(self.environment).get("java.naming.provider.url", "").partition("?")[0]
-        url = re.sub(r"(//|\()[^/@()]*@", r"\1", url)  # user:password@ too
+        """How logs and errors name it: the JNDI provider URL, else the URL of the connection
+        factory's own entry (Artemis: ``connectionFactory.NAME``), without its query and its
+        user information (which may hold a password), else the factory class."""
+        environment = dict(self.environment)
+        url = next((environment[key] for key in (
+            "java.naming.provider.url", f"connectionFactory.{self.connection_factory}",
+            f"connectionfactory.{self.connection_factory}") if environment.get(key)), "")
+        url = redact_urls(url.partition("?")[0])
         return f"jndi:{url}" if url else f"jndi:{self.factory}"
 
 

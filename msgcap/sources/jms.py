@@ -83,9 +83,9 @@ class JmsSource(BrokerSource):
     # -- connecting -----------------------------------------------------------------------------
 
     def _connect(self, endpoint: Endpoint, epoch: int) -> str:
+        jvm.start(self.provider)  # (first: it says when JPype is missing)
         import jpype
 
-        jvm.start(self.provider)
         try:
             return self._open(epoch)
         except jpype.JException as exc:
@@ -147,8 +147,10 @@ class JmsSource(BrokerSource):
             return context.lookup(name)
         except jpype.JClass("javax.naming.NameNotFoundException") as exc:
             log.info("JNDI lookup of %s failed", name, exc_info=exc, extra={"file_only": True})
-            raise SourceError(f"{prop}: JNDI has no {name!r} ({_words(exc)}); "
-                              f"{_listing(context)}", url=self.provider.where) from None
+            words = _words(exc)
+            said = f" ({words})" if words != name else ""  # (most say only the name)
+            raise SourceError(f"{prop}: JNDI has no {name!r}{said}; {_listing(context)}",
+                              url=self.provider.where) from None
 
     def _refusal(self, exc: Any) -> Exception:
         """A Java exception of connecting: ``ConnectFailed`` when a retry may cure it (the
@@ -163,7 +165,7 @@ class JmsSource(BrokerSource):
             return SourceError(f"java.naming.factory.initial / jvm.bootoptions: {words} "
                                "(is the provider's jar on -Djava.class.path?)",
                                url=self.provider.where)
-        if name.endswith("SecurityException"):
+        if _caused_by(exc, SECURITY_EXCEPTIONS):
             return SourceError(f"jms.user: the provider refused the login: {words}",
                                url=self.provider.where)
         if name.endswith("InvalidDestinationException"):
@@ -342,6 +344,26 @@ def _words(exc: Any) -> str:
     return words or "failed"
 
 
+# a refused login, whatever subclass the provider throws (Qpid JMS: JMSSecuritySaslException)
+SECURITY_EXCEPTIONS = frozenset({"javax.jms.JMSSecurityException",
+                                 "jakarta.jms.JMSSecurityException",
+                                 "java.lang.SecurityException"})
+
+
+def _caused_by(exc: Any, names: frozenset[str]) -> bool:
+    """Whether ``exc`` or one of its causes is of a class named in ``names`` or a subclass."""
+    current = exc
+    while current is not None:
+        kind = current.getClass()
+        while kind is not None:
+            if str(kind.getName()) in names:
+                return True
+            kind = kind.getSuperclass()
+        cause = current.getCause()
+        current = cause if cause is not current else None
+    return False
+
+
 def _class_missing(exc: Any) -> bool:
     """Whether a class not found is at the root of ``exc``."""
     current = exc
@@ -378,9 +400,9 @@ class JmsProbe(JmsSource):
     a topic's durable subscription is left as it is."""
 
     def probe(self) -> str:
+        jvm.start(self.provider)  # (first: it says when JPype is missing)
         import jpype
 
-        jvm.start(self.provider)
         try:
             context = self._initial_context()
             factory = self._lookup(context, self.provider.connection_factory,
@@ -434,12 +456,12 @@ def send_to_provider(provider: JvmProvider, messages: Any, *, user: str | None,
     """``msgcap send`` through the provider's own client: each message a persistent Text or
     BytesMessage on ``jms.destination``; returns how many the provider took (a persistent
     send returns once the broker has it)."""
+    jvm.start(provider)  # (first: it says when JPype is missing)
     import jpype
 
     source = JmsSource(provider, user=user, password=password, client_id="msgcap-send",
                        selector=None, ack="client", ack_batch=None, prefetch=1, id_mode="time",
                        max_bytes=1)
-    jvm.start(provider)
     count = 0
     try:
         context = source._initial_context()

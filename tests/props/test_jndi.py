@@ -1,5 +1,4 @@
-"""A Qpid JMS JNDI configuration read as written; other providers reached through their own
-client (properties.md §8.2)."""
+"""A Qpid JMS JNDI configuration read as written; other providers named (properties.md §8.2)."""
 
 from __future__ import annotations
 
@@ -221,75 +220,62 @@ def test_an_unreadable_provider_file_beside_jms_url_is_a_warning(home, caplog):
     assert "cannot read the JNDI file" in caplog.text and "jms.url is used" in caplog.text
 
 
-# ---- other providers: their own client, in a JVM -------------------------------------------------
+# ---- other providers: their own client in a JVM, or one line saying what to set ---------------
 
-FOREIGN = [
-    (("java.naming.factory.initial=org.apache.activemq.jndi.ActiveMQInitialContextFactory\n"
-     f"java.naming.provider.url=tcp://admin:{SECRET}@mq1:61616\n"), "jndi:tcp://mq1:61616"),
-    (("java.naming.factory.initial=weblogic.jndi.WLInitialContextFactory\n"
-     "java.naming.provider.url=t3://wls:7001\n"), "jndi:t3://wls:7001"),
-    (("java.naming.factory.initial=com.sun.jndi.fscontext.RefFSContextFactory\n"
-     "java.naming.provider.url=file:/var/mqm/jndi\n"), "jndi:file:/var/mqm/jndi"),
-    (f"java.naming.factory.initial=com.example.{SECRET}Factory\n",
-     f"jndi:com.example.{SECRET}Factory"),
+FACTORIES = [
+    ("java.naming.factory.initial=org.apache.activemq.jndi.ActiveMQInitialContextFactory\n"
+     f"java.naming.provider.url=tcp://admin:{SECRET}@mq1:61616\n"),
+    ("java.naming.factory.initial=weblogic.jndi.WLInitialContextFactory\n"
+     "java.naming.provider.url=t3://wls:7001\n"),
+    ("java.naming.factory.initial=com.sun.jndi.fscontext.RefFSContextFactory\n"
+     "java.naming.provider.url=file:/var/mqm/jndi\n"),
+    ("java.naming.factory.initial=com.ibm.mq.jms.context.WMQInitialContextFactory\n"
+     "java.naming.provider.url=mq1(1414)/QM1.SVRCONN\n"),
+    "java.naming.factory.initial=com.example.OtherFactory\n",
 ]
+SERVER_ONLY = [f"java.naming.provider.url=failover:(tcp://admin:{SECRET}@mq1:61616)\n",
+               "java.naming.provider.url=t3s://wls:7002\n"]
 
 
-@pytest.mark.parametrize("jndi, where", FOREIGN)
-def test_another_provider_without_jms_url_is_reached_through_its_own_client(jndi, where, caplog):
+@pytest.mark.parametrize("jndi", FACTORIES)
+def test_another_provider_without_jms_url_is_its_own_client(jndi, caplog):
     with caplog.at_level(logging.WARNING, logger="msgcap.props"):
-        jms = load(jndi + f"java.naming.security.credentials={SECRET}\n"
-                   "jms.connectionFactory=ConnectionFactory\njms.destination=/jms/q\n").jms
-    assert warnings(caplog) == [] and jms.url == () and jms.url_missing is None
-    provider = jms.provider
-    assert provider is not None and provider.where == where
-    assert provider.connection_factory == "ConnectionFactory"
-    assert provider.destination == jms.destination == "/jms/q"  # a JNDI name, as written
-    assert dict(provider.environment)["java.naming.security.credentials"] == SECRET
-    assert SECRET not in repr(jms).replace(f"com.example.{SECRET}Factory", "")
+        jms = load(jndi + "jms.connectionFactory=ConnectionFactory\njms.destination=q\n").jms
+    assert warnings(caplog) == [] and jms.url == () and jms.provider is not None
+    assert (jms.provider.connection_factory, jms.provider.destination) == ("ConnectionFactory",
+                                                                             "q")
+    assert SECRET not in jms.provider.where
 
 
-@pytest.mark.parametrize("jndi, where", FOREIGN)
-def test_another_provider_beside_jms_url_is_a_warning(jndi, where, caplog):
+@pytest.mark.parametrize("jndi", SERVER_ONLY)
+def test_a_provider_s_server_without_a_factory_is_the_error(jndi, caplog):
+    with caplog.at_level(logging.WARNING, logger="msgcap.props"):
+        jms = load(jndi + "jms.connectionFactory=ConnectionFactory\njms.destination=q\n").jms
+    assert warnings(caplog) == []  # said once, by the command that needs a broker
+    assert jms.provider is None
+    assert str(jms.url_required()) == (
+        f"{FILE}:4: java.naming.provider.url: names a provider's server, not a Qpid JMS JNDI "
+        "file: set java.naming.factory.initial to the provider's JNDI factory (its jars in "
+        "jvm.bootoptions), or jms.url")
+
+
+@pytest.mark.parametrize("jndi", FACTORIES + SERVER_ONLY)
+def test_another_provider_beside_jms_url_is_a_warning(jndi, caplog):
     with caplog.at_level(logging.WARNING, logger="msgcap.props"):
         jms = load(jndi + "jms.url=stomp://mq1:61613\njms.destination=q\n").jms
     [warning] = warnings(caplog)
-    assert warning.startswith(f"{FILE}:4: java.naming.factory.initial names a JMS provider "
-                              "reached through its own client when jms.url is unset")
-    assert warning.endswith("; jms.url is set and is used") and jms.provider is None
-    assert jms.url == ("stomp://mq1:61613",) and jms.url_missing is None
-
-
-@pytest.mark.parametrize("url", [f"tcp://admin:{SECRET}@mq1:61616", "t3s://wls:7002",
-                                 f"failover:(tcp://admin:{SECRET}@mq1:61616)"])
-def test_a_server_url_without_a_factory_says_to_name_it(url, caplog):
-    jms = load(f"java.naming.provider.url={url}\njms.destination=q\n").jms
-    message = str(jms.url_required())
-    assert message.startswith(f"{FILE}:4: java.naming.provider.url: names a provider's server")
-    assert "set java.naming.factory.initial" in message and SECRET not in message
-    with caplog.at_level(logging.WARNING, logger="msgcap.props"):
-        load(f"java.naming.provider.url={url}\njms.url=amqp://b\njms.destination=q\n")
-    [warning] = warnings(caplog)
-    assert warning.endswith("; jms.url is used") and SECRET not in warning
-
-
-def test_jms_client_chooses_the_client():
-    jvm = load(QPID + "jms.client=jvm\njms.connectionFactory=cf\njms.destination=q\n").jms
-    assert jvm.provider is not None and jvm.provider.factory.startswith("org.apache.qpid")
-    native = load("java.naming.factory.initial=weblogic.jndi.WLInitialContextFactory\n"
-                  "jms.client=native\njms.destination=q\n").jms
-    assert native.provider is None and "jms.client=jvm" in str(native.url_required())
-    assert fail("jms.client=jvm\njms.destination=q\n") == (
-        f"{FILE}:4: jms.client: jvm needs java.naming.factory.initial (the JMS provider's JNDI "
-        "factory class)")
-    assert fail("jms.client=java\n") == f"{FILE}:4: jms.client: 'java' is not jvm or native"
+    assert warning.startswith(f"{FILE}:4: java.naming.")
+    assert warning.endswith("; jms.url is set and is used") and SECRET not in caplog.text
+    assert jms.url == ("stomp://mq1:61613",) and jms.provider is None
 
 
 def test_an_ibm_mq_bindings_directory_without_a_factory(tmp_path):
     (tmp_path / ".bindings").write_text("")
     jms = load(f"java.naming.provider.url=file:{tmp_path}\njms.destination=q\n").jms
-    assert "java.naming.factory.initial=com.sun.jndi.fscontext.RefFSContextFactory" in str(
-        jms.url_required())
+    assert str(jms.url_required()) == (
+        f"{FILE}:4: java.naming.provider.url: a file-system context (.bindings) is read by its "
+        "provider's own client: set java.naming.factory.initial=com.sun.jndi.fscontext."
+        "RefFSContextFactory and its jars in jvm.bootoptions, or jms.url")
 
 
 # ---- the commands -------------------------------------------------------------------------------
@@ -324,5 +310,5 @@ def test_check_and_gendef_read_a_qpid_jndi_configuration(tmp_path):
     done = msgcap(root, "msgcap.cli", "check", "--prop", "dirprm/jmsvam.properties",
                   "--no-connect")
     assert done.returncode == 0, done.stderr
-    assert "source jndi:tcp://mq1:61616: not contacted (--no-connect)" in done.stdout
+    assert "source jndi:tcp://***@mq1:61616: not contacted (--no-connect)" in done.stdout
     assert SECRET not in done.stdout + done.stderr
