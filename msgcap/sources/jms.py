@@ -260,6 +260,7 @@ class JmsSource(BrokerSource):
             if producer is None:
                 target = self._lookup(self._context, destination, "error.destination")
                 producer = self._producers[destination] = session.createProducer(target)
+            extra = java_names(extra)
             pairs = jpype.JArray(jpype.java.lang.String)(
                 [item for pair in extra.items() for item in pair])
             delivery = message.ack
@@ -272,7 +273,8 @@ class JmsSource(BrokerSource):
                      extra={"file_only": True})
             name = str(exc.getClass().getName())
             if name.endswith(("InvalidDestinationException", "SecurityException",
-                              "MessageFormatException", "IllegalArgumentException")):
+                              "MessageFormatException", "IllegalArgumentException",
+                              "JMSRuntimeException")):
                 return _words(exc)
             raise ConnectionLost(f"sending failed: {_words(exc)}") from None
         return None
@@ -280,6 +282,13 @@ class JmsSource(BrokerSource):
     def close(self) -> None:
         super().close()
         self._context = None
+
+
+def java_names(extra: dict[str, str]) -> dict[str, str]:
+    """The ``msgcap-error*`` properties of a dead letter under names that are Java identifiers
+    (``msgcap_error``, ...): JMS property names must be (Artemis's core client refuses others,
+    and a JMS consumer does not see them)."""
+    return {name.replace("-", "_"): value for name, value in extra.items()}
 
 
 def send_message(bridge: Any, session: Any, producer: Any, message: Message,
@@ -310,15 +319,18 @@ NOT_SENT = frozenset({"message-id", "correlation-id", "timestamp", "type", "prio
 
 def _uncaptured(message: Message, kind: int, body: bytes) -> Unreadable:
     """A message msgcap does not capture, its content kept for the discard record."""
+    kept: str | bytes = body
     if kind == _BROKEN:
         reason = f"the provider could not read the body: {body.decode('utf-8', 'replace')}"
-        body = b""
+        kept = b""
     else:
         what, form = _UNCAPTURED.get(kind, ("message of an unknown kind", None))
         reason = f"a JMS {what}: only TextMessage and BytesMessage records can be captured"
         if form is not None:
             message.headers[BODY_KIND] = form
-    message.body = body
+        if form in ("map-json", "stream-json"):  # JSON text: the discard record's ``body``
+            kept = body.decode("utf-8")
+    message.body = kept
     return Unreadable(message, MessageError(reason, source=message.name, position="body"))
 
 

@@ -88,8 +88,11 @@ def start(provider: JvmProvider) -> None:
                           "'msgcap[jms]'") from None
     library = java_library()
     try:
-        jpype.startJVM(library, *provider.options, classpath=list(provider.classpath),
-                       convertStrings=False)
+        # -Xrs: SIGTERM, SIGINT and SIGHUP stay msgcap's (a stop at a transaction boundary);
+        # without it the JVM takes them over and exits at once (status 143)
+        reduced = () if "-Xrs" in provider.options else ("-Xrs",)
+        jpype.startJVM(library, *provider.options, *reduced,
+                       classpath=list(provider.classpath), convertStrings=False)
     except (OSError, RuntimeError, TypeError) as exc:
         raise SourceError(f"cannot start the JVM ({library}) with jvm.bootoptions: "
                           f"{exc}") from None
