@@ -11,9 +11,10 @@ An adapter over the broker core (``msgcap.sources.broker``), like STOMP and AMQP
   default: ActiveMQ pages 200 at a time). A topic is subscribed durably, client id and
   subscription name ``trail.extract``.
 * **The seam**: the capture thread calls the bridge (``msgcap/sources/java/Bridge.java``) once
-  per batch; it receives up to ``DRAIN`` messages and packs their headers (one JSON array,
-  under the names of ``props.jmsnames``, as the JMS getters return them) and bodies into one
-  byte array. JPype releases the GIL while Java runs.
+  per batch; it receives up to ``DRAIN`` messages, no more than the commit group has room
+  for, and packs their headers (one JSON array, under the names of ``props.jmsnames``, as the
+  JMS getters return them) and bodies into one byte array. JPype releases the GIL while Java
+  runs.
 * **Messages as the JMS API gives them**: ``TextMessage`` is text, ``BytesMessage`` bytes; a
   ``MapMessage``, ``StreamMessage``, ``ObjectMessage`` or a body-less ``Message`` is a message
   error whose discard record keeps its content (``BODY_KIND`` says which form) and whose dead
@@ -201,8 +202,13 @@ class JmsSource(BrokerSource):
             return items or self._inbox.take(timeout, limit)
         import jpype
 
+        # no more than the commit group has room for: acknowledge() settles every message
+        # received, so one received past the group's end would keep the group unacknowledged
+        # (and the session's messages piling up) until a later group ends exactly at a batch's
+        room = self.window - len(self._unacked)
+        count = min(limit or DRAIN, DRAIN, room if room > 0 else self.window)
         try:
-            packed = bridge.drain(min(limit or DRAIN, DRAIN), int(timeout * 1000))
+            packed = bridge.drain(count, int(timeout * 1000))
         except jpype.JException as exc:
             log.info("receiving failed", exc_info=exc, extra={"file_only": True})
             return [Lost(self._epoch, f"receiving failed: {_words(exc)}")]
