@@ -1,7 +1,8 @@
 """Capture throughput through the JMS source (ActiveMQ's own OpenWire client in a JVM inside
 msgcap), beside a bare Java JMS consumer and msgcap's own STOMP capture of the same broker.
 
-    python bench/bench_jms.py [--messages N] [--ack-batch G] [--xmx SIZE] [--bytes]
+    python bench/bench_jms.py [--messages N] [--ack-batch G] [--xmx SIZE] [--jvm-options OPTS]
+                              [--bytes]
 
 On a private ActiveMQ broker (``scripts/activemq.sh`` with STOMP and ``MSGCAP_OPENWIRE_PORT``
 on free loopback ports, its own broker directory), in the same run, each drain on a queue of its
@@ -13,7 +14,8 @@ over OpenWire, transacted batches of 500):
    ``scripts/jms-providers.sh classpath activemq``: ``CLIENT_ACKNOWLEDGE``, one acknowledge per
    group of ``--ack-batch``, nothing done with a message but counting it): the baseline;
 2. ``msgcap run --max-idle`` through the JMS source with a GoldenGate-style jmsvam.properties
-   (``jvm.bootoptions`` with ``-Djava.class.path=`` the same jars and ``-Xmx`` ``--xmx``,
+   (``jvm.bootoptions`` with ``-Djava.class.path=`` the same jars, ``-Xmx`` ``--xmx`` and
+   ``--jvm-options``, e.g. ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC``,
    ``java.naming.factory.initial``/``java.naming.provider.url``, ``jms.connectionFactory``,
    ``jms.destination``, no ``jms.url``), ``jms.ack.batch`` = ``--ack-batch`` (the source's
    default is 100), the default ``trail.sync`` (a durable trail);
@@ -121,10 +123,10 @@ def capture(home: Path, source: str, n: int) -> tuple[float, float, float]:
     return n / (_utc(cp["time"]) - start), cpu, peak_mb
 
 
-def jms_source(openwire_url: str, queue: str, group: int, xmx: str) -> str:
+def jms_source(openwire_url: str, queue: str, group: int, jvm_options: str) -> str:
     """The JNDI lines of a GoldenGate-style jmsvam.properties for ActiveMQ's own client."""
     jars = jms_providers.classpath("activemq")
-    return (f"jvm.bootoptions=-Djava.class.path={jars} -Xmx{xmx}\n"
+    return (f"jvm.bootoptions=-Djava.class.path={jars} {jvm_options}\n"
             f"java.naming.factory.initial={ACTIVEMQ_FACTORY}\n"
             f"java.naming.provider.url={openwire_url}\n"
             "jms.connectionFactory=ConnectionFactory\n"
@@ -153,13 +155,14 @@ def measure(stomp_url: str, openwire_url: str, args: argparse.Namespace, work: P
           f"{f['bare']:,.0f} messages/s, {f['bare_cpu'] * 1e6:.1f} µs CPU/message (its JVM); "
           f"broker {f['bare_broker'] * 1e6:.1f} µs/message")
 
+    jvm = f"-Xmx{args.xmx} {args.jvm_options}".strip()
     queue = f"bench-jms-{uuid.uuid4().hex}"
     fill(openwire_url, queue, bodies, n)
     broker = process_cpu(broker_pid)
     f["jms"], cpu, f["jms_rss"] = capture(work / "home-jms",
-                                          jms_source(openwire_url, queue, group, args.xmx), n)
+                                          jms_source(openwire_url, queue, group, jvm), n)
     f["jms_cpu"], f["jms_broker"] = cpu / n, (process_cpu(broker_pid) - broker) / n
-    print(f"  msgcap run, JMS source (ActiveMQ's OpenWire client in its JVM, -Xmx{args.xmx}, "
+    print(f"  msgcap run, JMS source (ActiveMQ's OpenWire client in its JVM, {jvm}, "
           f"jms.ack.batch={group}, durable trail): {f['jms']:,.0f} messages/s, "
           f"{f['jms_cpu'] * 1e6:.1f} µs CPU/message (Python and JVM), peak RSS "
           f"{f['jms_rss']:.0f} MB; broker {f['jms_broker'] * 1e6:.1f} µs/message")
@@ -185,6 +188,8 @@ def main() -> None:
                     help="the bare consumer's acknowledge group and msgcap's jms.ack.batch "
                          "(default 100, the JMS source's default)")
     ap.add_argument("--xmx", default="256m", help="-Xmx of msgcap's JVM (default 256m)")
+    ap.add_argument("--jvm-options", default="",
+                    help="more options of msgcap's JVM in jvm.bootoptions (default none)")
     ap.add_argument("--bytes", action="store_true", help="BytesMessages (default TextMessages)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="msgcap-bench-jms-"))
