@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import threading
 from typing import Any
 
@@ -56,6 +57,7 @@ _UNCAPTURED = {ord("M"): ("MapMessage", "map-json"), ord("S"): ("StreamMessage",
                ord("O"): ("ObjectMessage", "java-serialized-object"),
                _EMPTY: ("Message without a body", None)}
 LISTED = 20  # JNDI names listed in an error
+_KIND_LENGTH = struct.Struct(">bi")  # a body's kind and length (-1: over jms.maxbytes)
 
 
 class JmsSource(BrokerSource):
@@ -214,17 +216,17 @@ class JmsSource(BrokerSource):
             return [Lost(self._epoch, f"receiving failed: {_words(exc)}")]
         if packed is None:
             return []
-        return self._unpack(memoryview(bytes(packed)))
+        return self._unpack(bytes(packed))
 
-    def _unpack(self, data: memoryview) -> list[Any]:
+    def _unpack(self, data: bytes) -> list[Any]:
         """The bridge's batch: the headers' JSON array, then per message kind, length, body."""
         size = int.from_bytes(data[:4], "big")
         position = 4 + size
         out: list[Any] = []
         epoch, number = self._epoch, self._received
-        for headers in json.loads(bytes(data[4:position])):
-            kind = data[position]
-            length = int.from_bytes(data[position + 1:position + 5], "big", signed=True)
+        kind_length = _KIND_LENGTH.unpack_from
+        for headers in json.loads(data[4:position]):
+            kind, length = kind_length(data, position)
             position += 5
             message = Message(headers.get("message-id", ""), headers, b"",
                               Delivery(epoch, number))
@@ -234,7 +236,7 @@ class JmsSource(BrokerSource):
                 position += 8
                 out.append(self._over_limit(message, size))
                 continue
-            body = bytes(data[position:position + length])
+            body = data[position:position + length]
             position += length
             if kind == _TEXT:
                 message.body = body.decode("utf-8")
