@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark at the size its issue names, one after another, and prints their figures
 # (each prints its own same-run baseline and ratio). Usage: bash bench/run_all.sh [NAME...]
-# NAME is one of: trail replay_delim fixed xml copybook capture amqp artemis batch restart e2e (default: all).
+# NAME is one of: trail replay_delim fixed xml copybook capture amqp artemis jms batch restart e2e (default: all).
 # Run it on a quiet machine: figures are per core and the machine has two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,17 +17,18 @@ declare -A CMD=(
   [capture]="bench/bench_capture.py --messages 200000"
   [amqp]="bench/bench_amqp.py --messages 200000"
   [artemis]="bench/bench_artemis.py --messages 200000"
+  [jms]="bench/bench_jms.py --messages 200000"
   [batch]="bench/bench_batch.py --records 1000000"
   [restart]="bench/bench_restart.py --gigabytes 2"
   [e2e]="bench/bench_e2e.py"
 )
-ORDER=(trail replay_delim fixed xml copybook capture amqp artemis batch restart e2e)
+ORDER=(trail replay_delim fixed xml copybook capture amqp artemis jms batch restart e2e)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${ORDER[@]}")
 for name in "${names[@]}"; do
   [ -n "${CMD[$name]:-}" ] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }
   echo "=================== $name: python ${CMD[$name]}"
-  [ "$name" != capture ] && [ "$name" != e2e ] || ensure_activemq_package
+  [ "$name" != capture ] && [ "$name" != e2e ] && [ "$name" != jms ] || ensure_activemq_package
   [ "$name" != artemis ] || ensure_artemis
   # shellcheck disable=SC2086
   "$VENV/bin/python" ${CMD[$name]}

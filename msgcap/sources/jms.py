@@ -11,9 +11,10 @@ An adapter over the broker core (``msgcap.sources.broker``), like STOMP and AMQP
   default: ActiveMQ pages 200 at a time). A topic is subscribed durably, client id and
   subscription name ``trail.extract``.
 * **The seam**: the capture thread calls the bridge (``msgcap/sources/java/Bridge.java``) once
-  per batch; it receives up to ``DRAIN`` messages and packs their headers (one JSON array,
-  under the names of ``props.jmsnames``, as the JMS getters return them) and bodies into one
-  byte array. JPype releases the GIL while Java runs.
+  per batch; it receives up to ``DRAIN`` messages, no more than the commit group has room
+  for, and packs their headers (one JSON array, under the names of ``props.jmsnames``, as the
+  JMS getters return them) and bodies into one byte array. JPype releases the GIL while Java
+  runs.
 * **Messages as the JMS API gives them**: ``TextMessage`` is text, ``BytesMessage`` bytes; a
   ``MapMessage``, ``StreamMessage``, ``ObjectMessage`` or a body-less ``Message`` is a message
   error whose discard record keeps its content (``BODY_KIND`` says which form) and whose dead
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import threading
 from typing import Any
 
@@ -55,6 +57,7 @@ _UNCAPTURED = {ord("M"): ("MapMessage", "map-json"), ord("S"): ("StreamMessage",
                ord("O"): ("ObjectMessage", "java-serialized-object"),
                _EMPTY: ("Message without a body", None)}
 LISTED = 20  # JNDI names listed in an error
+_KIND_LENGTH = struct.Struct(">bi")  # a body's kind and length (-1: over jms.maxbytes)
 
 
 class JmsSource(BrokerSource):
@@ -203,24 +206,29 @@ class JmsSource(BrokerSource):
             return items or self._inbox.take(timeout, limit)
         import jpype
 
+        # no more than the commit group has room for: acknowledge() settles every message
+        # received, so one received past the group's end would keep the group unacknowledged
+        # (and the session's messages piling up) until a later group ends exactly at a batch's
+        room = self.window - len(self._unacked)
+        count = min(limit or DRAIN, DRAIN, room if room > 0 else self.window)
         try:
-            packed = bridge.drain(min(limit or DRAIN, DRAIN), int(timeout * 1000))
+            packed = bridge.drain(count, int(timeout * 1000))
         except jpype.JException as exc:
             log.info("receiving failed", exc_info=exc, extra={"file_only": True})
             return [Lost(self._epoch, f"receiving failed: {_words(exc)}")]
         if packed is None:
             return []
-        return self._unpack(memoryview(bytes(packed)))
+        return self._unpack(bytes(packed))
 
-    def _unpack(self, data: memoryview) -> list[Any]:
+    def _unpack(self, data: bytes) -> list[Any]:
         """The bridge's batch: the headers' JSON array, then per message kind, length, body."""
         size = int.from_bytes(data[:4], "big")
         position = 4 + size
         out: list[Any] = []
         epoch, number = self._epoch, self._received
-        for headers in json.loads(bytes(data[4:position])):
-            kind = data[position]
-            length = int.from_bytes(data[position + 1:position + 5], "big", signed=True)
+        kind_length = _KIND_LENGTH.unpack_from
+        for headers in json.loads(data[4:position]):
+            kind, length = kind_length(data, position)
             position += 5
             message = Message(headers.get("message-id", ""), headers, b"",
                               Delivery(epoch, number))
@@ -230,7 +238,7 @@ class JmsSource(BrokerSource):
                 position += 8
                 out.append(self._over_limit(message, size))
                 continue
-            body = bytes(data[position:position + length])
+            body = data[position:position + length]
             position += length
             if kind == _TEXT:
                 message.body = body.decode("utf-8")
