@@ -50,6 +50,7 @@ from props.settings import JvmProvider
 log = logging.getLogger("msgcap.source")
 
 DRAIN = 256  # most messages one call into the JVM takes
+SPILLED_AT = 1000  # msgcap.capture.SPILL_AT: held messages of an open transaction spilled at most
 CLOSE_SECONDS = 10.0  # a provider's close() that hangs (broker gone) is left behind after this
 # body kinds the bridge writes, and what a message error says of each
 _TEXT, _BYTES, _EMPTY, _BROKEN = ord("T"), ord("B"), ord("N"), ord("X")
@@ -197,6 +198,13 @@ class JmsSource(BrokerSource):
                         self.provider.where, CLOSE_SECONDS)
             jvm.leave_at_exit()
 
+    @property
+    def window(self) -> int:  # type: ignore[override]
+        """The core's window, at most ``SPILLED_AT``: the capture spills an open transaction's
+        held messages at the smaller of the window and that many (``Capture.spill_at``), and a
+        batch received must end there (``_wait``)."""
+        return min(super().window, SPILLED_AT)
+
     # -- messages -------------------------------------------------------------------------------
 
     def _wait(self, timeout: float, limit: int | None) -> list[Any]:
@@ -206,11 +214,16 @@ class JmsSource(BrokerSource):
             return items or self._inbox.take(timeout, limit)
         import jpype
 
-        # no more than the commit group has room for: acknowledge() settles every message
-        # received, so one received past the group's end would keep the group unacknowledged
-        # (and the session's messages piling up) until a later group ends exactly at a batch's
-        room = self.window - len(self._unacked)
-        count = min(limit or DRAIN, DRAIN, room if room > 0 else self.window)
+        # acknowledge() settles every message received, so a batch must end where the capture
+        # makes all it received durable: where its commit group ends or the open transaction's
+        # held messages are spilled, both when ``window`` messages wait to be made durable. A
+        # message received past that point would keep the acknowledgement back until a later
+        # point happened to fall on a batch's end (a long transaction: never; the provider's
+        # unacknowledged messages then pile up until it stops dispatching). When both a group
+        # and a transaction hold messages, one message at a time keeps every point a batch end.
+        waiting = sum(1 for delivery in self._unacked if not delivery.durable)
+        room = self.window - waiting
+        count = min(limit or DRAIN, DRAIN, room) if room > 0 else 1
         try:
             packed = bridge.drain(count, int(timeout * 1000))
         except jpype.JException as exc:
@@ -411,7 +424,13 @@ def _listing(context: Any) -> str:
     return f"names there: {', '.join(names[:LISTED])}{more}"
 
 
-BROWSE_LIMIT = 100_000  # messages ``msgcap check`` counts at most, browsing
+# Messages ``msgcap check`` counts at most, browsing: a broker pages into memory what a browser
+# looks at, and ActiveMQ, its queue's memory full of browsed messages, stopped dispatching to the
+# capture (seen with 50,000 browsed).
+BROWSE_LIMIT = 1_000
+# A browser may be shown only the head of a long queue (ActiveMQ: its maxBrowsePageSize, 400):
+# a count this high is a lower bound.
+BROWSE_SHOWN = 400
 
 
 class JmsProbe(JmsSource):
@@ -466,9 +485,11 @@ class JmsProbe(JmsSource):
         finally:
             browser.close()
         plural = "" if count == 1 else "s"
-        if count >= BROWSE_LIMIT:
-            return f"at least {count} messages waiting (browsed)"
-        return f"{count} message{plural} waiting (browsed{', selected' if self.selector else ''})"
+        how = f"browsed{', selected' if self.selector else ''}"
+        if count >= BROWSE_SHOWN:
+            return (f"at least {count} messages waiting ({how}: a browser may be shown only "
+                    "the head of a long queue)")
+        return f"{count} message{plural} waiting ({how})"
 
 
 def send_to_provider(provider: JvmProvider, messages: Any, *, user: str | None,

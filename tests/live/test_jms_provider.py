@@ -256,11 +256,14 @@ def test_a_50000_message_transaction_survives_a_kill9_inside_it(
     acknowledged while it is open; a kill -9 inside it and a restart write it once, whole."""
     if provider.kind != "activemq":  # 50,000 messages through a second provider add ~40 s
         pytest.skip("one provider is enough for the long transaction (ActiveMQ)")
-    n = 50_000
+    n, before = 50_000, 30
     queue = provider.new_queue()
     work.properties(**provider.properties(queue))
     spill = work.root / "dirchk" / "SALES.spill.jsonl"
-    bodies = [work.body(i, "B" if i == 1 else "E" if i == n else "M") for i in range(1, n + 1)]
+    # 30 transactions of one message before it: the open transaction's spills fall inside the
+    # batches the source receives, unless it receives no further than each spill
+    bodies = [work.body(i, "W" if i <= before else "B" if i == before + 1 else
+                        "E" if i == n else "M") for i in range(1, n + 1)]
     assert jms_clients.send(provider.url, queue, bodies, batch=5_000,
                             openwire=provider.openwire) == n
     capture = work.start("run", "--prop", str(work.prop))
@@ -271,15 +274,20 @@ def test_a_50000_message_transaction_survives_a_kill9_inside_it(
     finally:
         if capture.poll() is None:
             capture.kill()
-    assert work.seqids() == [], "the transaction is in the trail only once it ends"
+    assert work.seqids() == ids(1, before), "the transaction is in the trail once it ends"
+    journaled = len(spill.read_text().splitlines())
     checked = work.msgcap("check", "--prop", str(work.prop), check=True)
-    waiting = int(re.search(r"(\d+) messages? waiting", checked.stdout)[1])  # type: ignore[index]
-    assert waiting < n - 10_000, "spilled messages are acknowledged while the transaction is open"
-    run(work)
+    assert "(at least 400 messages waiting (browsed: a browser may be shown only the head of " \
+           "a long queue)" in checked.stdout.replace("\n", " ")
+    done = run(work)
+    # spilled messages were acknowledged while the transaction was open: of the journal's,
+    # only the last group's come again (skipped as in the journal, counted as duplicates)
+    again = int(re.search(r"duplicates (\d+)", done.stdout)[1])  # type: ignore[index]
+    assert journaled >= 2_000 and again <= 200, (journaled, again)
     trail = work.trail()
     assert [s for s, _, _ in trail] == ids(1, n), EXPECTED_ORDER
-    assert [t for _, t, _ in trail] == [0] + [1] * (n - 2) + [2]
-    assert len({x for _, _, x in trail}) == 1
+    assert [t for _, t, _ in trail[before:]] == [0] + [1] * (n - before - 2) + [2]
+    assert len({x for _, _, x in trail[before:]}) == 1
     assert not spill.exists()
     assert left(provider, queue) == []
 
