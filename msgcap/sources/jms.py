@@ -45,11 +45,18 @@ from msgcap.sources.broker import (
 )
 from parsers.model import Message
 from props.errors import MessageError, SourceError
+from props.jmsnames import header_key
 from props.settings import JvmProvider
 
 log = logging.getLogger("msgcap.source")
 
 DRAIN = 256  # most messages one call into the JVM takes
+# The header keys of what the bridge reads with the JMS getters (Bridge's constructor), from the
+# one table of JMS names; the JMS message class as the AMQP source names it.
+BRIDGE_FIELDS = [*(header_key(name) for name in (
+    "JMSMessageID", "JMSCorrelationID", "JMSTimestamp", "JMSType", "JMSPriority",
+    "JMSExpiration", "JMSReplyTo", "JMSDestination", "JMSRedelivered", "JMSDeliveryMode")),
+    "message-type"]
 SPILLED_AT = 1000  # msgcap.capture.SPILL_AT: held messages of an open transaction spilled at most
 CLOSE_SECONDS = 10.0  # a provider's close() that hangs (broker gone) is left behind after this
 # body kinds the bridge writes, and what a message error says of each
@@ -122,7 +129,8 @@ class JmsSource(BrokerSource):
                                                            session_class.CLIENT_ACKNOWLEDGE)
         consumer = self._consumer(session, destination, topic)
         connection.start()
-        self._bridge = bridge_class(session, consumer, self.max_bytes)
+        self._bridge = bridge_class(session, consumer, self.max_bytes,
+                                    jpype.JArray(jpype.java.lang.String)(BRIDGE_FIELDS))
         self._received = 0
         self._producers = {}
         meta = connection.getMetaData()

@@ -44,13 +44,18 @@ public final class Bridge {
     private final Session session;
     private final MessageConsumer consumer;
     private final int maxBytes;
+    private final String[] fields;  // the header keys of the FIELDS, from msgcap's table
     private final List<Message> unacknowledged = new ArrayList<>();
     private long acknowledgedBefore;  // the sequence number of unacknowledged.get(0)
 
-    public Bridge(Session session, MessageConsumer consumer, int maxBytes) {
+    /** fields: msgcap's header keys for JMSMessageID, JMSCorrelationID, JMSTimestamp, JMSType,
+     *  JMSPriority, JMSExpiration, JMSReplyTo, JMSDestination, JMSRedelivered,
+     *  JMSDeliveryMode and the message's JMS type, in this order (msgcap/sources/jms.py). */
+    public Bridge(Session session, MessageConsumer consumer, int maxBytes, String[] fields) {
         this.session = session;
         this.consumer = consumer;
         this.maxBytes = maxBytes;
+        this.fields = fields.clone();
     }
 
     /** The sequence number (0-based since this bridge began) of the next message drained. */
@@ -158,7 +163,7 @@ public final class Bridge {
     private static final String[] JMSX = {"JMSXGroupID", "JMSXGroupSeq", "JMSXUserID",
             "JMSXDeliveryCount"};
 
-    private static void headers(Message m, StringBuilder out) throws JMSException {
+    private void headers(Message m, StringBuilder out) throws JMSException {
         out.append('{');
         int before = out.length();
         java.util.Set<String> seen = new java.util.HashSet<>();
@@ -179,20 +184,20 @@ public final class Bridge {
             }
             pair(out, before, name, value);
         }
-        pair(out, before, "message-id", m.getJMSMessageID());
-        pair(out, before, "correlation-id", m.getJMSCorrelationID());
+        pair(out, before, fields[0], m.getJMSMessageID());
+        pair(out, before, fields[1], m.getJMSCorrelationID());
         long timestamp = m.getJMSTimestamp();
-        pair(out, before, "timestamp", timestamp != 0 ? Long.toString(timestamp) : null);
-        pair(out, before, "type", m.getJMSType());
-        pair(out, before, "priority", Integer.toString(m.getJMSPriority()));
+        pair(out, before, fields[2], timestamp != 0 ? Long.toString(timestamp) : null);
+        pair(out, before, fields[3], m.getJMSType());
+        pair(out, before, fields[4], Integer.toString(m.getJMSPriority()));
         long expires = m.getJMSExpiration();
-        pair(out, before, "expires", expires != 0 ? Long.toString(expires) : null);
-        pair(out, before, "reply-to", destination(m.getJMSReplyTo()));
-        pair(out, before, "destination", destination(m.getJMSDestination()));
-        pair(out, before, "redelivered", Boolean.toString(m.getJMSRedelivered()));
-        pair(out, before, "persistent",
+        pair(out, before, fields[5], expires != 0 ? Long.toString(expires) : null);
+        pair(out, before, fields[6], destination(m.getJMSReplyTo()));
+        pair(out, before, fields[7], destination(m.getJMSDestination()));
+        pair(out, before, fields[8], Boolean.toString(m.getJMSRedelivered()));
+        pair(out, before, fields[9],
                 m.getJMSDeliveryMode() == DeliveryMode.PERSISTENT ? "true" : null);
-        pair(out, before, "message-type", kindName(m));
+        pair(out, before, fields[10], kindName(m));
         out.append('}');
     }
 
