@@ -57,6 +57,7 @@ BRIDGE_FIELDS = [*(header_key(name) for name in (
     "JMSMessageID", "JMSCorrelationID", "JMSTimestamp", "JMSType", "JMSPriority",
     "JMSExpiration", "JMSReplyTo", "JMSDestination", "JMSRedelivered", "JMSDeliveryMode")),
     "message-type"]
+MESSAGE_ID = BRIDGE_FIELDS[0]
 SPILLED_AT = 1000  # msgcap.capture.SPILL_AT: held messages of an open transaction spilled at most
 CLOSE_SECONDS = 10.0  # a provider's close() that hangs (broker gone) is left behind after this
 # body kinds the bridge writes, and what a message error says of each
@@ -251,7 +252,7 @@ class JmsSource(BrokerSource):
         for headers in json.loads(data[4:position]):
             kind, length = kind_length(data, position)
             position += 5
-            message = Message(headers.get("message-id", ""), headers, b"",
+            message = Message(headers.get(MESSAGE_ID, ""), headers, b"",
                               Delivery(epoch, number))
             number += 1
             if length < 0:
