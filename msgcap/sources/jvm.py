@@ -1,8 +1,9 @@
 """The JVM inside the msgcap process that runs a JMS provider's own client (JPype), and the
 bridge class msgcap compiles against the provider's jars (``msgcap/sources/java/Bridge.java``).
 
-A process has one JVM for its life (JPype cannot start a second): the first ``Jvm.start``
-starts it with ``jvm.bootoptions``; a later one must ask for the same. The Java found is
+A process has one JVM for its life (JPype cannot start a second): the first ``start``
+starts it with ``jvm.bootoptions``; a later one must ask for the same (the JVM is the
+process's, so this module keeps what it was started with). The Java found is
 ``JAVA_HOME``'s, else the ``java`` on the PATH. The bridge is compiled once per machine, by
 the JDK's compiler inside that JVM, into the cache (``MSGCAP_CACHE``, else
 ``$XDG_CACHE_HOME/msgcap``, else ``~/.cache/msgcap``), under ``jvm/`` and a hash of its source,
