@@ -47,21 +47,24 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def fill(url: str, queue: str, bodies: Path, n: int) -> float:
-    """Queue the n messages of ``bodies`` with the Java JMS producer; seconds."""
+def fill(url: str, queue: str, bodies: Path, n: int, *, openwire: bool = False) -> float:
+    """Queue the n messages of ``bodies`` with the Java JMS producer (``openwire``: ActiveMQ's
+    OpenWire client); seconds."""
     started = time.monotonic()
     sent = jms_clients.run("JmsProduce", url, f"/queue/{queue}", "--bodies", str(bodies),
-                           "--batch", "500")
+                           "--batch", "500", openwire=openwire)
     if f"sent {n} " not in sent:
         raise SystemExit(f"JmsProduce: {sent[-500:]}")
     return time.monotonic() - started
 
 
-def bare_consumer(url: str, queue: str, n: int, group: int) -> tuple[float, float]:
-    """(messages/s, CPU seconds of the JVM) of the bare Qpid JMS consumer."""
+def bare_consumer(url: str, queue: str, n: int, group: int, *, openwire: bool = False
+                  ) -> tuple[float, float]:
+    """(messages/s, CPU seconds of its JVM) of the bare JMS consumer: Qpid JMS, or with
+    ``openwire`` ActiveMQ's OpenWire client."""
     cpu = children_cpu()
     out = jms_clients.run("JmsBench", url, f"/queue/{queue}", "--ack", str(group),
-                          "--count", str(n), "--timeout", "10000")
+                          "--count", str(n), "--timeout", "10000", openwire=openwire)
     cpu = children_cpu() - cpu
     words = out.split()
     got = int(words[words.index("received") + 1])

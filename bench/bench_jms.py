@@ -38,12 +38,10 @@ import argparse
 import base64
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -52,40 +50,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.bench_amqp import process_cpu
+from bench.bench_artemis import bare_consumer, children_cpu, fill
 from bench.bench_capture import body, free_port
 from msgcap.trail.reader import TrailReader
-from tests import jms_clients, jms_providers
+from tests import jms_providers
 from tests.live.conftest import wait_peak_rss_mb
 
 ACTIVEMQ_FACTORY = jms_providers.ACTIVEMQ_FACTORY
-
-
-def children_cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def fill(url: str, queue: str, bodies: Path, n: int) -> float:
-    """Queue the n messages of ``bodies`` with the Java JMS producer over OpenWire; seconds."""
-    started = time.monotonic()
-    sent = jms_clients.run("JmsProduce", url, f"/queue/{queue}", "--bodies", str(bodies),
-                           "--batch", "500", openwire=True)
-    if f"sent {n} " not in sent:
-        raise SystemExit(f"JmsProduce: {sent[-500:]}")
-    return time.monotonic() - started
-
-
-def bare_consumer(url: str, queue: str, n: int, group: int) -> tuple[float, float]:
-    """(messages/s, CPU seconds of its JVM) of the bare OpenWire JMS consumer."""
-    cpu = children_cpu()
-    out = jms_clients.run("JmsBench", url, f"/queue/{queue}", "--ack", str(group),
-                          "--count", str(n), "--timeout", "10000", openwire=True)
-    cpu = children_cpu() - cpu
-    words = out.split()
-    got = int(words[words.index("received") + 1])
-    if got != n:
-        raise SystemExit(f"bare consumer got {got} messages, expected {n}: {out}")
-    return float(words[words.index("messages/s") - 1]), cpu
 
 
 def _utc(text: str) -> float:
@@ -145,11 +116,11 @@ def measure(stomp_url: str, openwire_url: str, args: argparse.Namespace, work: P
     f: dict[str, float] = {}
 
     queue = f"bench-bare-{uuid.uuid4().hex}"
-    fill_s = fill(openwire_url, queue, bodies, n)
+    fill_s = fill(openwire_url, queue, bodies, n, openwire=True)
     print(f"  queued {n} persistent {kind} messages with a Java JMS producer (OpenWire) in "
           f"{fill_s:.1f} s ({n / fill_s:,.0f}/s)")
     broker = process_cpu(broker_pid)
-    f["bare"], cpu = bare_consumer(openwire_url, queue, n, group)
+    f["bare"], cpu = bare_consumer(openwire_url, queue, n, group, openwire=True)
     f["bare_cpu"], f["bare_broker"] = cpu / n, (process_cpu(broker_pid) - broker) / n
     print(f"  bare Java JMS consumer (OpenWire, client acknowledge per {group}): "
           f"{f['bare']:,.0f} messages/s, {f['bare_cpu'] * 1e6:.1f} µs CPU/message (its JVM); "
@@ -157,7 +128,7 @@ def measure(stomp_url: str, openwire_url: str, args: argparse.Namespace, work: P
 
     jvm = f"-Xmx{args.xmx} {args.jvm_options}".strip()
     queue = f"bench-jms-{uuid.uuid4().hex}"
-    fill(openwire_url, queue, bodies, n)
+    fill(openwire_url, queue, bodies, n, openwire=True)
     broker = process_cpu(broker_pid)
     f["jms"], cpu, f["jms_rss"] = capture(work / "home-jms",
                                           jms_source(openwire_url, queue, group, jvm), n)
@@ -169,7 +140,7 @@ def measure(stomp_url: str, openwire_url: str, args: argparse.Namespace, work: P
     print(f"  JMS capture / bare = {f['jms'] / f['bare']:.2f}x (target >= 0.5x)")
 
     queue = f"bench-stomp-{uuid.uuid4().hex}"
-    fill(openwire_url, queue, bodies, n)
+    fill(openwire_url, queue, bodies, n, openwire=True)
     broker = process_cpu(broker_pid)
     f["stomp"], cpu, f["stomp_rss"] = capture(
         work / "home-stomp",
