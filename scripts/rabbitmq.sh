@@ -23,12 +23,15 @@
 #                         is verified if shown (verify_peer)
 #   MSGCAP_AMQPS_MTLS   1: a client without a certificate is refused (fail_if_no_peer_cert)
 #                       (default 0: accepted, and logs in with PLAIN or ANONYMOUS)
+#   MSGCAP_HTTP_PORT    also the management plugin's HTTP API (rabbitmq_management) on this
+#                       port of 127.0.0.1, for queue and binding recipes (docs/brokers.md);
+#                       default: none
 #   MSGCAP_AMQPS_CERT_USER  a user created without a password, with all permissions on vhost /,
 #                       for SASL EXTERNAL: the common name (CN) of the client certificate that
 #                       logs in as it (test-certs.sh: "msgcap test client"); default: none
 #
 # The node listens on loopback only: STOMP (rabbitmq_stomp), AMQP 1.0 only if asked, no AMQP
-# 0-9-1 clients beyond that listener's, no management UI. With MSGCAP_AMQPS_PORT it also offers
+# 0-9-1 clients beyond that listener's, no management UI unless MSGCAP_HTTP_PORT is set. With MSGCAP_AMQPS_PORT it also offers
 # SASL EXTERNAL (the rabbitmq_auth_mechanism_ssl plugin: the user is the client certificate's
 # CN) beside PLAIN and AMQPLAIN. Its Erlang distribution port and its own epmd take free
 # loopback ports chosen at the first start and kept in the directory, so several nodes run side
@@ -46,6 +49,7 @@ OWNER="${MSGCAP_BROKER_OWNER:-}"
 AMQP_PORT="${MSGCAP_AMQP_PORT:-}"
 AMQPS_PORT="${MSGCAP_AMQPS_PORT:-}"
 CERT_USER="${MSGCAP_AMQPS_CERT_USER:-}"
+HTTP_PORT="${MSGCAP_HTTP_PORT:-}"
 PIDFILE="$DIR/rabbitmq.pid"
 LOG="$DIR/rabbitmq.out"
 
@@ -92,6 +96,12 @@ _write_conf() {
         amqp="$amqp
 $(_tls_conf)" || return 1
     fi
+    if [ -n "$HTTP_PORT" ]; then
+        plugins="$plugins,rabbitmq_management"
+        amqp="$amqp
+management.tcp.ip = 127.0.0.1
+management.tcp.port = $HTTP_PORT"
+    fi
     echo "[$plugins]." > "$DIR/enabled_plugins"
     cat > "$DIR/rabbitmq.conf" <<EOF
 $amqp
@@ -107,7 +117,8 @@ EOF
 
 _ports_open() {
     _port_open "$PORT" && { [ -z "$AMQP_PORT" ] || _port_open "$AMQP_PORT"; } \
-        && { [ -z "$AMQPS_PORT" ] || _port_open "$AMQPS_PORT"; }
+        && { [ -z "$AMQPS_PORT" ] || _port_open "$AMQPS_PORT"; } \
+        && { [ -z "$HTTP_PORT" ] || _port_open "$HTTP_PORT"; }
 }
 
 _urls() {
