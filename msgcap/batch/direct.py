@@ -37,6 +37,7 @@ from msgcap.batch.inputs import KIND_FILE, KIND_LINES, InputFile
 from msgcap.batch.parse import Clock, Job, no_gc
 from msgcap.batch.plan import Plan
 from msgcap.batch.segments import Segment, SegmentKey, message_of, messages, segments
+from msgcap.dumps import without_bom
 from msgcap.msgid import MessageIds
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.trail.encoder import TrailEncoder
@@ -131,10 +132,11 @@ def _count_lines(kind: str, lines: list[bytes], pos: int, block: int,
         if found is None:
             found = counts[number] = [0, 0, None]
         found[0] += 1
-        if not blank(kind, raw):
+        line = raw if pos else without_bom(raw)  # (the file's first line starts at 0 still)
+        if not blank(kind, line):
             found[1] += 1
             if found[2] is None:
-                found[2] = raw
+                found[2] = line
         pos += len(raw) + 1
     return pos
 
@@ -266,6 +268,8 @@ def local_segment(file: InputFile, start: int, block: int) -> Segment | None:
             if at < 0:
                 return None
             data = data[at + 1:]
+        else:
+            data = without_bom(data)
         if start + block < file.size:  # the last line (maybe starting at the block's end)
             tail = [data]
             while (more := fh.read(1 << 16)):

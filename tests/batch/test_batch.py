@@ -253,6 +253,38 @@ def test_one_pass_says_an_input_changed(local_spark, tmp_path, monkeypatch, caps
     same_trail("dirdat/sa", "out/trail/sa")
 
 
+def test_a_byte_order_mark_is_no_part_of_the_first_line(local_spark, tmp_path, monkeypatch,
+                                                          capsys):
+    """Issue 35: ``--lines`` files that start with a UTF-8 byte-order mark: replay and batch
+    both drop it and write the first line, whichever way batch reads the file (blocks the
+    driver counts and the one pass's tasks read, blocks through Spark's text source, a small
+    file read whole, the two passes): byte-identical trails."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    bom = "\ufeff"
+    Path("big.txt").write_text(bom + "".join(_record(n, "W") + "\n" for n in range(1, 2001)),
+                               encoding="utf-8")
+    Path("small.txt").write_text(bom + "".join(_record(n, "W") + "\n"
+                                               for n in range(5000, 5010)), encoding="utf-8")
+    spans = ["W"] * 2000
+    spans[1000:1002] = ["B", "E"]
+    Path("spans.txt").write_text(bom + "".join(_record(n, i) + "\n"
+                                               for n, i in enumerate(spans, 1)), encoding="utf-8")
+    assert Path("big.txt").read_bytes().startswith(b"\xef\xbb\xbfI,")
+    for inputs, one_pass in ((["big.txt", "small.txt"], True),
+                             ([(tmp_path / "big.txt").as_uri()], True),
+                             (["spans.txt"], False)):
+        shutil.rmtree("dirdat", ignore_errors=True)
+        shutil.rmtree("out", ignore_errors=True)
+        local = [i.removeprefix("file://") for i in inputs]
+        code, out, _ = replay(capsys, DELIM_PROP, *local, lines=True)
+        assert code == 0 and "discarded 0" in out, out
+        result = batch(local_spark, DELIM_PROP, inputs, lines=True, partitions=4)
+        assert result.one_pass == one_pass and result.stats.discarded == 0, inputs
+        same_trail("dirdat/sa", "out/trail/sa")
+        assert result.stats.messages == sum(len(Path(p).read_text().splitlines())
+                                            for p in local)
+
+
 def test_one_pass_through_sparks_readers(local_spark, tmp_path, monkeypatch, capsys):
     """The one pass where the tasks do not read local files themselves: an input given as a URI
     (counted by Spark SQL, read by Spark's text source), small files read whole (counted by
