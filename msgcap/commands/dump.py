@@ -37,8 +37,9 @@ def _expand(args: list[str]) -> list[tuple[str, bool]]:
         if os.path.exists(a):
             out.append((a, False))
             continue
-        width = 6 if not sequence_files(a, 9) and sequence_files(a, 6) else 9
-        files = sequence_files(a, width)
+        files, width = sequence_files(a, 9), 9
+        if not files and (six := sequence_files(a, 6)):
+            files, width = six, 6
         stray = stray_warning(a, width)
         if stray is not None:
             log.warning("trail %s: %s", a, stray)
