@@ -207,8 +207,7 @@ def test_one_pass_falls_back_late(local_spark, tmp_path, monkeypatch, capsys):
     same_trail("dirdat/sa", "out/trail/sa")
 
 
-def test_one_pass_with_small_files_after_a_split_one(local_spark, tmp_path, monkeypatch,
-                                                     capsys):
+def test_one_pass_with_small_files_after_a_split_one(spark, tmp_path, monkeypatch, capsys):
     """Issue 35: a large file read in blocks, then small files read whole by one task, which
     Spark hands it largest first: the one pass takes them in input order, and the progress
     says nothing of two passes."""
@@ -222,7 +221,7 @@ def test_one_pass_with_small_files_after_a_split_one(local_spark, tmp_path, monk
         inputs.append(f"small{k}.txt")
     assert replay(capsys, DELIM_PROP, *inputs, lines=True)[0] == 0
     said: list[str] = []
-    result = run_batch(load_settings(DELIM_PROP), inputs, "out", spark=local_spark,
+    result = run_batch(load_settings(DELIM_PROP), inputs, "out", spark=spark,
                        lines=True, partitions=6, progress=said.append)
     assert result.one_pass, said
     assert any(s.endswith("(one pass)") for s in said)
