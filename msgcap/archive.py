@@ -80,7 +80,8 @@ class Archive:
 
     def _next_file(self, day: str) -> None:
         self._close_file()
-        pattern = re.compile(rf"{re.escape(self.extract)}-{day}-(\d{{6}})\.jsonl\Z")
+        # ASCII digits only: ``\d`` and ``int`` take other scripts' digits too
+        pattern = re.compile(rf"{re.escape(self.extract)}-{day}-([0-9]{{6}})\.jsonl\Z")
         try:
             os.makedirs(self.directory, exist_ok=True)
             numbers = [int(m.group(1)) for n in os.listdir(self.directory)

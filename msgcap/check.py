@@ -36,7 +36,7 @@ from msgcap.checkpoint import Checkpoint, CheckpointFile
 from msgcap.lock import LockedError, holder
 from msgcap.pipeline import OP_LABELS
 from msgcap.trail.dumpfmt import scaled
-from msgcap.trail.reader import sequence_files
+from msgcap.trail.reader import sequence_files, stray_warning
 from msgcap.trail.writer import verify_trail
 from parsers.base import Parser, build_parser
 from parsers.model import MISSING, Message, Op
@@ -149,8 +149,8 @@ class Check:
             return
         cp = self.checkpoint = loaded[0]
         # (a trail directory that is not one is the directories' problem, said once)
-        files = (self.attempt(lambda: sequence_files(trail.path, trail.seqlen))
-                 if os.path.isdir(trail.directory) else [])
+        listed = os.path.isdir(trail.directory)
+        files = self.attempt(lambda: sequence_files(trail.path, trail.seqlen)) if listed else []
         if files is None:
             return
         if self.attempt(lambda: (verify_trail(trail.path, files, trail.seqlen,
@@ -159,6 +159,9 @@ class Check:
         where = (f"{_count(len(files), 'file')}, the last {files[-1][1]}" if files
                  else "no files yet")
         self.say(f"trail {trail.path}: {where}")
+        stray = stray_warning(trail.path, trail.seqlen) if listed else None
+        if stray is not None:
+            self.say(f"trail {trail.path}: {stray}")
         if cp is None:
             self.say(f"checkpoint {checkpoints.path}: none yet (the capture starts a new trail "
                      "or continues after its last complete transaction)")

@@ -10,6 +10,8 @@ One format is shared by ``archive.dir``, the discard file, ``msgcap replay``, ``
 * any other file: one message, the whole file, id = file name.
 
 Every message gets ``origin`` ``path:line`` (or ``path``) so errors can name where it came from.
+A UTF-8 byte-order mark that starts a file of lines (``without_bom``) is no part of its first
+line.
 
 ``max_bytes`` (``jms.maxbytes``): a message whose body is larger is an error naming file:line,
 as a malformed entry is, found without holding more than the limit of it: a text line or a
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import glob
 import itertools
 import json
@@ -36,6 +39,7 @@ from props.inputs import open_input
 from props.text import name_text
 
 JSONL_SUFFIXES = (".jsonl", ".dsc")
+UTF8_BOM = codecs.BOM_UTF8
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -149,10 +153,17 @@ def read_jsonl(path: str, max_bytes: int | None = None) -> Iterator[Message]:
                 yield within(message, limit) if check else message
 
 
+def without_bom(start: bytes) -> bytes:
+    """The start of a file of lines (text lines, JSON Lines) without the UTF-8 byte-order mark
+    that may begin it: a mark of the encoding, not data. The one rule of replay and batch
+    (Spark's text source, Hadoop's ``LineRecordReader``, drops it as well)."""
+    return start.removeprefix(UTF8_BOM)
+
+
 def _line_chunks(path: str, max_bytes: int | None = None, *, entries: bool = False
                  ) -> Iterator[bytes]:
     """The file in chunks of about ``_CHUNK`` bytes that end at a line end (the last one may
-    not), without the final ``\\n`` of each chunk.
+    not), without the final ``\\n`` of each chunk, nor a byte-order mark (``without_bom``).
 
     With ``max_bytes``, a line longer than a message within it can be (its CR LF not counted;
     ``entries``: a JSON Lines entry, ``entry_bytes``) is an error naming file:line, raised
@@ -164,8 +175,11 @@ def _line_chunks(path: str, max_bytes: int | None = None, *, entries: bool = Fal
     with _open(path) as fh:
         rest: list[bytes] = []  # the start of a line that continues in the next chunk
         held = 0
+        first = True
         while True:
             chunk = fh.read(_CHUNK)
+            if first:
+                chunk, first = without_bom(chunk), False
             if not chunk:
                 if rest:
                     data = b"".join(rest)

@@ -11,15 +11,17 @@ are read by lines and the input's first message is of that kind (``steps``):
    of its counters (1 for a system ``*seqid`` / ``*txid``, 0 for a given one);
 2. a task runs its segments through the real ``Pipeline`` from those starts, into pass 2's
    ``Sink``, and returns each as pass 2 does (``Encoded``) with what the driver checks
-   (``Direct``); a message of any other kind, or a count that differs, and the segment is
-   ``None``: not common;
-3. the driver appends them in order, checking that each segment follows the one before it
-   (``follows``: a given seqid after the mark, ids of one width), as the assembler and the id
-   function would have across the border.
+   (``Direct``); a message of any other kind, or a count that differs, and the segment is a
+   ``Fallback`` saying why;
+3. the driver appends them in input order (``in_input_order``: a task reading files whole gets
+   them in Spark's order), checking that each segment follows the one before it (``border``: a
+   given seqid after the mark, ids of one width), as the assembler and the id function would
+   have across the border.
 
-Anything else — one segment not common, one border that does not follow — and the driver drops
-what it wrote and runs the two passes, which give the same trail for every input: the one pass
-is only a faster way to the same bytes (every message parsed once, nothing kept between passes).
+Anything else — one segment not common, one border that does not follow — and the driver says
+why, drops what it wrote and runs the two passes, which give the same trail for every input: the
+one pass is only a faster way to the same bytes (every message parsed once, nothing kept between
+passes).
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from msgcap.batch.inputs import KIND_FILE, KIND_LINES, InputFile
 from msgcap.batch.parse import Clock, Job, no_gc
 from msgcap.batch.plan import Plan
 from msgcap.batch.segments import Segment, SegmentKey, message_of, messages, segments
+from msgcap.dumps import without_bom
 from msgcap.msgid import MessageIds
-from msgcap.pipeline import Pipeline
+from msgcap.pipeline import Pipeline, Processed
 from msgcap.trail.encoder import TrailEncoder
 from parsers.model import TX_WHOLE, Message
 from props.errors import MsgcapError, SourceError
@@ -76,6 +79,14 @@ class Direct:
     first_mark: tuple[str, int] | None
     first_id: str | None
     last_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """Why the one pass cannot give a segment's bytes (naming its file): the driver says it and
+    runs the two passes."""
+
+    reason: str
 
 
 def count_segments(job: Job, elements: Iterable[bytes], *, lines: bool) -> list[Counted]:
@@ -121,10 +132,11 @@ def _count_lines(kind: str, lines: list[bytes], pos: int, block: int,
         if found is None:
             found = counts[number] = [0, 0, None]
         found[0] += 1
-        if not blank(kind, raw):
+        line = raw if pos else without_bom(raw)  # (the file's first line starts at 0 still)
+        if not blank(kind, line):
             found[1] += 1
             if found[2] is None:
-                found[2] = raw
+                found[2] = line
         pos += len(raw) + 1
     return pos
 
@@ -174,53 +186,74 @@ def starts(counted: list[Counted], first_lines: dict[SegmentKey, int],
     return out
 
 
-def follows(previous: Direct | None, current: Direct) -> bool:
-    """Whether ``current``'s segment continues ``previous`` (the last one with messages before
-    it) as a single run would: its ids of the previous ids' width, its first seqid after the
-    previous mark (a given one; ``*seqid`` ones are after it by their count)."""
+def changed(name: str) -> Fallback:
+    """An input read otherwise than it was counted: it changed while the job ran."""
+    return Fallback(f"input {name} changed after its lines were counted")
+
+
+def border(previous: Direct | None, current: Direct, name: str) -> Fallback | None:
+    """Why ``current``'s segment (of input ``name``) does not continue ``previous`` (the last
+    one with messages before it) as a single run would; None when it does: its ids of the
+    previous ids' width, its first seqid after the previous mark (a given one; ``*seqid`` ones
+    are after it by their count)."""
     if previous is None or current.first_mark is None:
-        return True
+        return None
     last = previous.encoded.last
     if (current.first_id is None or previous.last_id is None
-            or len(current.first_id) != len(previous.last_id)
-            or last[0] is None or last[1] is None):
-        return False
-    return after_mark(current.first_mark[0], current.first_mark[1], (last[0], last[1]))
+            or len(current.first_id) != len(previous.last_id)):
+        return Fallback(f"the message ids of {name} are not as wide as those before them")
+    if (last[0] is None or last[1] is None
+            or not after_mark(current.first_mark[0], current.first_mark[1], (last[0], last[1]))):
+        return Fallback(f"the first seqid in {name} is not after the one written before it")
+    return None
+
+
+def in_input_order(done: list[Direct | Fallback]) -> list[Direct] | Fallback:
+    """One task's segments in input order (a task of files read whole gets them in Spark's
+    order: the largest first), or the first ``Fallback`` among them."""
+    directs: list[Direct] = []
+    for d in done:
+        if isinstance(d, Fallback):
+            return d
+        directs.append(d)
+    return sorted(directs, key=lambda d: d.encoded.key)
 
 
 def direct_partition(job: Job, todo: dict[SegmentKey, Start], elements: Iterable[bytes], *,
-                     lines: bool) -> list[Direct | None]:
-    """The one pass over one task's segments (``sc.runJob``); None for a segment that is not
-    all of the common kind (the driver then runs the two passes)."""
-    return direct_segments(job, todo, segments(elements, job.files, job.whole, lines=lines))
+                     lines: bool) -> list[Direct | Fallback]:
+    """The one pass over one task's segments (``sc.runJob``); a ``Fallback`` for a segment
+    that is not all of the common kind (the driver then runs the two passes)."""
+    return direct_segments(job, todo, ((seg.key, seg) for seg in segments(
+        elements, job.files, job.whole, lines=lines)))
 
 
 def direct_segments(job: Job, todo: dict[SegmentKey, Start],
-                    found: Iterable[Segment | None]) -> list[Direct | None]:
+                    found: Iterable[tuple[SegmentKey, Segment | None]]
+                    ) -> list[Direct | Fallback]:
     """The one pass of ``found``, each from its start in ``todo``; stops at the first that is
-    not all common (None), or not there (a None segment: a block the count has lines in)."""
-    out: list[Direct | None] = []
+    not all common, or not there (a None segment: a block the count has lines in)."""
+    out: list[Direct | Fallback] = []
     spool = job.spool or (job.nearby if job.nearby and os.path.isdir(job.nearby) else None)
-    for seg in found:
+    for key, seg in found:
         start = None if seg is None else todo.get(seg.key)
         if seg is None or start is None:  # the count and this read of the input differ
-            out.append(None)
+            out.append(changed(job.files[key[0]].name))
             break
         with no_gc():
             done = direct_segment(job, seg, start, compress=job.compress and spool is None)
-        if done is not None and spool is not None:
+        if isinstance(done, Direct) and spool is not None:
             done.encoded.spool(spool)
         out.append(done)
-        if done is None:
+        if isinstance(done, Fallback):
             break  # the run falls back: the rest would be thrown away
     return out
 
 
 def direct_blocks(job: Job, todo: dict[SegmentKey, Start],
-                  blocks: Iterable[tuple[SegmentKey, int]]) -> list[Direct | None]:
+                  blocks: Iterable[tuple[SegmentKey, int]]) -> list[Direct | Fallback]:
     """``direct_partition`` of blocks of local files that the task reads itself
     (``local_segment``), not through Spark's text source: (key, block size) each."""
-    return direct_segments(job, todo, (local_segment(job.files[key[0]], key[1], block)
+    return direct_segments(job, todo, ((key, local_segment(job.files[key[0]], key[1], block))
                                        for key, block in blocks))
 
 
@@ -235,6 +268,8 @@ def local_segment(file: InputFile, start: int, block: int) -> Segment | None:
             if at < 0:
                 return None
             data = data[at + 1:]
+        else:
+            data = without_bom(data)
         if start + block < file.size:  # the last line (maybe starting at the block's end)
             tail = [data]
             while (more := fh.read(1 << 16)):
@@ -248,6 +283,16 @@ def local_segment(file: InputFile, start: int, block: int) -> Segment | None:
     if not lines[-1]:
         lines.pop()  # after the last newline: no line (or the line starting at the file's end)
     return Segment(file, start, lines, False) if lines else None
+
+
+def _not_common(name: str, done: Processed | None) -> Fallback:
+    """A message of input ``name`` the compiled path did not write (``done``: what the general
+    path did with it)."""
+    if done is not None and done.duplicate:
+        return Fallback(f"a message of {name} is a duplicate (its seqid was written before)")
+    if done is not None and done.discarded is not None:
+        return Fallback(f"a message of {name} is discarded (error.policy)")
+    return Fallback(f"a message of {name} is not a whole transaction of one record")
 
 
 class _Given:
@@ -265,7 +310,7 @@ class _Given:
 
 
 def direct_segment(job: Job, seg: Segment, start: Start, *,
-                   compress: bool = False) -> Direct | None:
+                   compress: bool = False) -> Direct | Fallback:
     """The one pass of one segment (see the module doc); ``compress`` the framed bytes."""
     plan = Plan(seg.key, AssemblerState(start.seq, start.txid), start.txnum, None,
                 start.first_line)
@@ -287,19 +332,21 @@ def direct_segment(job: Job, seg: Segment, start: Start, *,
                 first_id.append(message.id)
             yield message
 
+    name = seg.file.name
     try:
         for general in pipeline.consume(with_ids()):
             if general:
-                return None
+                return _not_common(name, general[0][1])
     except MsgcapError:  # any error: the two passes report it as replay does
-        return None
+        return Fallback(f"a message of {name} is in error")
     state, stats, n = asm.state(), pipeline.stats, start.messages
     seq_step, txid_step = start.steps
-    if (stats.messages != n or stats.total_operations != n or len(seg.complete()) != start.lines
-            or sink.txnum != start.txnum + n
+    if len(seg.complete()) != start.lines or stats.messages != n:
+        return changed(name)
+    if (stats.total_operations != n or sink.txnum != start.txnum + n
             or state.seq != start.seq + n * seq_step or state.txid != start.txid + n * txid_step
             or n and (sink.first is None or given.last is None)):
-        return None
+        return _not_common(name, None)
     framed = sink.framed(walk=False)  # (compiled wholes alone: ``general`` was empty)
     encoded = Encoded(seg.key, start.txnum, None,
                       zlib.compress(framed, 1) if compress else framed, sink.ends, False,

@@ -35,7 +35,17 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gendef.durable import fsync_dir
-from msgcap.batch.direct import Counted, Direct, Start, follows, starts, steps
+from msgcap.batch.direct import (
+    Counted,
+    Direct,
+    Fallback,
+    Start,
+    border,
+    changed,
+    in_input_order,
+    starts,
+    steps,
+)
 from msgcap.batch.encode import Encoded, discard_records
 from msgcap.batch.inputs import (
     KIND_FILE,
@@ -315,9 +325,9 @@ class _Run:
                 done = self._one_pass(bjob, starts(counted, job.first_lines, step))
             finally:
                 bjob.unpersist()
-            if done is not None:
+            if isinstance(done, Result):
                 return done
-            self.say("a message is not a whole transaction of one record: two passes instead")
+            self.say(f"{done.reason}: two passes instead")
         if on_driver and counted is not None:  # line numbers as Spark's own reading counts them
             job.first_lines = None
             if _ids_need_lines(job):
@@ -375,13 +385,13 @@ class _Run:
         job.first_lines = _first_lines(counted)
         return counted
 
-    def _one_pass(self, bjob: Any, todo: dict[SegmentKey, Start]) -> Result | None:
-        """The whole run in one pass (``direct``); None, with nothing left of it, as soon as a
-        segment turns out not to be common or not to follow the one before it."""
+    def _one_pass(self, bjob: Any, todo: dict[SegmentKey, Start]) -> Result | Fallback:
+        """The whole run in one pass (``direct``); why not, with nothing left of it, as soon as
+        a segment turns out not to be common or not to follow the one before it."""
         jobs = self.jobs
         if self.local_blocks is not None:  # the tasks read the blocks of local files
             blocks = jobs.blocks(self.local_blocks)
-            task: Callable[[int], list[Direct | None]] = partial(
+            task: Callable[[int], list[Direct | Fallback]] = partial(
                 jobs.direct_blocks, blocks, bjob, todo)
             n = len(self.local_blocks)
         else:
@@ -391,7 +401,7 @@ class _Run:
         writer, appender = self._trail(result)
         pool = ThreadPoolExecutor(max_workers=self.window + 1, thread_name_prefix="batch-job")
         order = jobs.in_order()
-        queue: deque[Future[list[Direct | None]]] = deque()
+        queue: deque[Future[list[Direct | Fallback]]] = deque()
         submitted = 0
         whole = False
         previous: Direct | None = None
@@ -411,17 +421,25 @@ class _Run:
                 submit()
             done: set[SegmentKey] = set()
             while queue:
-                for d in queue.popleft().result():
-                    if d is None or not follows(previous, d) or not appender.expects(d.encoded):
-                        return None
+                done_here = in_input_order(queue.popleft().result())
+                if isinstance(done_here, Fallback):
+                    return done_here
+                for d in done_here:
+                    name = self.job.files[d.encoded.key[0]].name
+                    stop = border(previous, d, name)
+                    if stop is None and not appender.expects(d.encoded):
+                        stop = changed(name)  # (a segment before it was not read as counted)
+                    if stop is not None:
+                        return stop
                     appender.append(d.encoded)
                     done.add(d.encoded.key)
                     if d.first_mark is not None:
                         previous = d
                 if submitted < n:
                     submit()
-            if any(start.messages for key, start in todo.items() if key not in done):
-                return None  # (a segment counted but not read: the two passes say why)
+            unread = [key for key, start in todo.items() if start.messages and key not in done]
+            if unread:  # (a segment counted but not read)
+                return changed(self.job.files[min(unread)[0]].name)
             writer.flush_durable()
             whole = True
         finally:

@@ -27,6 +27,7 @@ from gendef.logsetup import FILE_ONLY
 from msgcap.batch.direct import (
     Counted,
     Direct,
+    Fallback,
     Start,
     count_local,
     count_segments,
@@ -394,7 +395,7 @@ class SparkJobs:
         return self.sc.broadcast(value)
 
     def direct(self, source: Any, kinds: list[bool], bjob: Any, todo: dict[SegmentKey, Start],
-               partition: int) -> list[Direct | None]:
+               partition: int) -> list[Direct | Fallback]:
         """The one pass over one partition of the inputs (``direct.direct_partition``)."""
         lines = kinds[partition]
         return self.run(source, lambda it: direct_partition(bjob.value, todo, it, lines=lines),
@@ -406,7 +407,7 @@ class SparkJobs:
         return self.sc.parallelize(blocks, len(blocks))
 
     def direct_blocks(self, blocks: Any, bjob: Any, todo: dict[SegmentKey, Start],
-                      partition: int) -> list[Direct | None]:
+                      partition: int) -> list[Direct | Fallback]:
         """The one pass over one partition of ``blocks``."""
         return self.run(blocks, lambda it: direct_blocks(bjob.value, todo, it), partition)
 

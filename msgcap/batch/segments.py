@@ -7,7 +7,8 @@ string per file: ``F`` + scan number (4 bytes) + file URI (UTF-8) + ``\\0`` + th
 (a file given twice in one scan is one string: its segments are made for each place it has).
 
 A segment is what one key names: the lines of one block of a file, or one whole file. Its
-messages come out as replay makes them (``msgcap.dumps``), each with its line's index in the
+messages come out as replay makes them (``msgcap.dumps``; a byte-order mark that starts a file
+of lines is no part of its first line: Spark's text source drops it, whole files here), each with its line's index in the
 segment and its offset in the concatenated input (``time`` ids grow with it). A block's lines
 are read from Spark a chunk at a time as its messages are taken, so that the JVM reads the
 block while the task parses (``Segment.chunks``), not before.
@@ -129,8 +130,8 @@ def segments(elements: Iterable[bytes], files: Sequence[InputFile], whole: Whole
         scan = int.from_bytes(element[1:5], "big")
         for index in whole[(scan, element[5:cut].decode("utf-8"))]:
             f = files[index]
-            yield Segment(f, 0, [content] if f.kind == KIND_FILE else content.split(b"\n"),
-                          True)
+            yield Segment(f, 0, [content] if f.kind == KIND_FILE else dumps.without_bom(
+                content).split(b"\n"), True)
 
 
 def pick_lines(elements: Iterable[bytes], files: Sequence[InputFile], whole: WholeFiles,

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _expand(args: list[str]) -> list[tuple[str, bool]]:
     """(file, follow roll-over) per argument; a prefix expands to its first file."""
-    from msgcap.trail.reader import sequence_files
+    from msgcap.trail.reader import log, sequence_files, stray_warning
     from props.errors import TrailError
 
     out = []
@@ -37,7 +37,12 @@ def _expand(args: list[str]) -> list[tuple[str, bool]]:
         if os.path.exists(a):
             out.append((a, False))
             continue
-        files = sequence_files(a, 9) or sequence_files(a, 6)
+        files, width = sequence_files(a, 9), 9
+        if not files and (six := sequence_files(a, 6)):
+            files, width = six, 6
+        stray = stray_warning(a, width)
+        if stray is not None:
+            log.warning("trail %s: %s", a, stray)
         if not files:
             raise TrailError("no such file or trail", file=a)
         out.append((files[0][1], True))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Self
@@ -36,6 +35,7 @@ from msgcap.trail.layout import (
 from msgcap.trail.records import IOTYPE_PKUPDATE
 from props.errors import TrailError
 from props.inputs import open_input
+from props.text import escape, name_text
 
 log = logging.getLogger("msgcap.trail")
 
@@ -392,7 +392,17 @@ class TrailFile:
             e = start
 
 
-_SEQ = re.compile(r"^(.*?)(\d{6}|\d{9})$")
+def trail_seqno(name: str, base: str, width: int) -> int | None:
+    """The sequence number of the file called ``name`` in a trail of prefix ``base`` (the
+    prefix's file-name part, ``sa``) and ``width``-digit numbers; None when ``name`` is not
+    one of its files. The one reading of trail file names (trail-format.md §2): ``base`` and
+    exactly ``width`` ASCII digits. ``str.isdigit``, ``\\d`` and ``int`` take other digits too
+    (``٣``, ``²``): a name with them is no trail file."""
+    digits = name[len(base):]
+    if (name.startswith(base) and len(digits) == width and digits.isascii()
+            and digits.isdigit()):
+        return int(digits)
+    return None
 
 
 def split_trail_name(path: str) -> tuple[str, int, int] | None:
@@ -400,12 +410,12 @@ def split_trail_name(path: str) -> tuple[str, int, int] | None:
 
     Nine digits are taken as a 12.3+ name; six digits only after a two-character prefix.
     """
-    m = _SEQ.match(path)
-    if not m:
-        return None
-    prefix, digits = m.group(1), m.group(2)
-    if len(digits) == 9 or len(os.path.basename(prefix)) == 2:
-        return prefix, int(digits), len(digits)
+    name = os.path.basename(path)
+    for width in (9, 6):
+        base = name[:-width]
+        seqno = trail_seqno(name, base, width)
+        if seqno is not None and (width == 9 or len(base) == 2):
+            return path[:-width], seqno, width
     return None
 
 
@@ -424,17 +434,43 @@ def has_later_file(path: str) -> bool:
 
 
 def sequence_files(prefix: str, width: int) -> list[tuple[int, str]]:
-    """Existing files ``<prefix><exactly width digits>``, by sequence number."""
+    """Existing files ``<prefix><exactly width ASCII digits>`` (``trail_seqno``), by sequence
+    number."""
     d, base = os.path.split(prefix)
-    try:
-        names = os.listdir(d or ".")
-    except FileNotFoundError:
-        return []
     out = []
-    for n in names:
-        if n.startswith(base) and len(n) == len(base) + width and n[len(base):].isdigit():
-            out.append((int(n[len(base):]), os.path.join(d, n) if d else n))
+    for n in _names(d):
+        seqno = trail_seqno(n, base, width)
+        if seqno is not None:
+            out.append((seqno, os.path.join(d, n) if d else n))
     return sorted(out)
+
+
+def stray_files(prefix: str, width: int) -> list[str]:
+    """Files named like the trail's (``<prefix>`` and ``width`` characters) that are not its
+    files (``trail_seqno``: other digits than ASCII ones, other characters): every reader and
+    the writer ignore them; the commands name them in a warning."""
+    d, base = os.path.split(prefix)
+    return sorted(os.path.join(d, n) if d else n for n in _names(d)
+                  if n.startswith(base) and len(n) == len(base) + width
+                  and trail_seqno(n, base, width) is None)
+
+
+def stray_warning(prefix: str, width: int) -> str | None:
+    """The warning naming the trail's stray files (``stray_files``); None without any."""
+    strays = stray_files(prefix, width)
+    if not strays:
+        return None
+    names = ", ".join(escape(name_text(path)) for path in strays)
+    return (f"ignored {names}: not a trail file name ({os.path.basename(prefix)} and {width} "
+            "ASCII digits)")
+
+
+def _names(directory: str) -> list[str]:
+    """The names in ``directory`` (the current one for ''); none when it is no directory."""
+    try:
+        return os.listdir(directory or ".")
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 class TrailReader:

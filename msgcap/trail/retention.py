@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from gendef.durable import atomic_write, fsync_parent
 from msgcap.trail.julian import unix_us_to_iso
-from msgcap.trail.reader import sequence_files
+from msgcap.trail.reader import sequence_files, trail_seqno
 from props.errors import MsgcapError, TrailError
 from props.inputs import open_input
 
@@ -94,12 +94,13 @@ def reader_seqno(path: str, trail: TrailSettings) -> int:
 def _file_seqno(name: object, trail: TrailSettings, path: str) -> int:
     """The sequence number of a trail file name of this trail (``sa000000012``, any directory:
     the reader may see the trail under another path)."""
-    base = os.path.basename(name) if isinstance(name, str) else ""
-    digits = base[len(trail.prefix):]
-    if not (base.startswith(trail.prefix) and len(digits) == trail.seqlen and digits.isdigit()):
+    seqno = (trail_seqno(os.path.basename(name), trail.prefix, trail.seqlen)
+             if isinstance(name, str) else None)
+    if seqno is None:
         raise TrailError(f"not a reader position: file {name!r} is not a file of trail "
-                         f"{trail.path} ({trail.prefix} and {trail.seqlen} digits)", file=path)
-    return int(digits)
+                         f"{trail.path} ({trail.prefix} and {trail.seqlen} ASCII digits)",
+                         file=path)
+    return seqno
 
 
 class Retention:

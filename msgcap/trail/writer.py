@@ -21,7 +21,7 @@ from msgcap import __version__
 from msgcap.trail.encoder import TrailEncoder
 from msgcap.trail.fileheader import default_uri, encode_file_header
 from msgcap.trail.layout import MIN_RECORD, REC_G, REC_Z, layout_for
-from msgcap.trail.reader import TrailFile, sequence_files, trail_file_name
+from msgcap.trail.reader import TrailFile, sequence_files, stray_warning, trail_file_name
 from msgcap.trail.records import TRANSIND_END, TRANSIND_WHOLE, Position, TrailTransaction
 from props.errors import TrailError
 
@@ -231,6 +231,9 @@ class TrailWriter:
         if d:
             os.makedirs(d, exist_ok=True)
         files = sequence_files(self.path, self.seqlen)
+        stray = stray_warning(self.path, self.seqlen)
+        if stray is not None:
+            log.warning("trail %s: %s", self.path, stray)
         floor = verify_trail(self.path, files, self.seqlen, durable)
         if not files:
             self._create(0)

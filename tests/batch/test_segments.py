@@ -24,11 +24,14 @@ from msgcap import dumps
 from msgcap.assembler import Assembler
 from msgcap.batch import segments as segments_module
 from msgcap.batch.direct import (
+    Fallback,
+    border,
+    changed,
     count_local,
     count_segments,
     direct_blocks,
     direct_partition,
-    follows,
+    in_input_order,
     local_segment,
     starts,
     steps,
@@ -433,7 +436,7 @@ def test_pass_two_parses_nothing(tmp_path, monkeypatch, capsys, compress, spoole
 
 def one_pass_in_process(out: str, paths: list[str], block: int, *, lines: bool = False):
     """The one pass of ``run_batch`` in this process (counts as tasks count them): the
-    appender, or None where the driver falls back to the two passes."""
+    appender, or why the driver falls back to the two passes (None: no one pass tried)."""
     settings = load_settings(PROP)
     definitions = build_definitions(settings)
     files = input_files(local_inputs(paths), lines=lines)
@@ -453,9 +456,16 @@ def one_pass_in_process(out: str, paths: list[str], block: int, *, lines: bool =
     previous = None
     try:
         for elements, by_lines in tasks:
-            for d in direct_partition(job, todo, elements, lines=by_lines):
-                if d is None or not follows(previous, d) or not appender.expects(d.encoded):
-                    return None
+            done = in_input_order(direct_partition(job, todo, elements, lines=by_lines))
+            if isinstance(done, Fallback):
+                return done
+            for d in done:
+                name = files[d.encoded.key[0]].name
+                stop = border(previous, d, name)
+                if stop is None and not appender.expects(d.encoded):
+                    stop = changed(name)
+                if stop is not None:
+                    return stop
                 assert appender.append(d.encoded) is None
                 if d.first_mark is not None:
                     previous = d
@@ -491,7 +501,7 @@ def test_one_pass_equals_replay(one_record_messages, tmp_path, capsys):
         for parts in (1, 2, 5, 13, 60):
             where = f"one{parts}-{lines}"
             appender = one_pass_in_process(where, paths, -(-size // parts), lines=lines)
-            assert appender is not None, parts
+            assert not isinstance(appender, Fallback), (parts, appender)
             assert trail_view(f"{where}/trail/sa") == trail_view("dirdat/sa"), parts
             assert (appender.stats.summary().split("trail files:")[0]
                     == out.split("trail files:")[0])
@@ -505,16 +515,22 @@ def test_one_pass_declines_what_it_cannot_know(one_record_messages, tmp_path):
     messages."""
     size = os.path.getsize("a.jsonl")  # (with unknown tables and a duplicate)
     for parts in (1, 4, 30):
-        assert one_pass_in_process(f"bad{parts}", ["a.jsonl"], -(-size // parts)) is None
+        assert one_pass_in_process(f"bad{parts}", ["a.jsonl"], -(-size // parts)) in (
+            Fallback("a message of a.jsonl is in error"),  # (error.policy=abend)
+            Fallback("a message of a.jsonl is a duplicate (its seqid was written before)"))
     _lines_input(tmp_path / "dup.txt", 40, duplicate_at=30)  # seqid 3 again, late
     _lines_input(tmp_path / "ok.txt", 40)
     for parts in (1, 3, 9):
         block = -(-os.path.getsize("dup.txt") // parts)
-        assert one_pass_in_process(f"dup{parts}", ["dup.txt"], block, lines=True) is None
-        assert one_pass_in_process(f"ok{parts}", ["ok.txt"], block, lines=True) is not None
+        assert one_pass_in_process(f"dup{parts}", ["dup.txt"], block, lines=True) in (
+            Fallback("a message of dup.txt is a duplicate (its seqid was written before)"),
+            Fallback("the first seqid in dup.txt is not after the one written before it"))
+        assert not isinstance(one_pass_in_process(f"ok{parts}", ["ok.txt"], block, lines=True),
+                              Fallback)
         # the second file's first seqid is not after the first file's last: a border
         assert one_pass_in_process(f"twice{parts}", ["ok.txt", "ok.txt"], block,
-                                   lines=True) is None
+                                   lines=True) == Fallback(
+            "the first seqid in ok.txt is not after the one written before it")
     # a message of two records first in a file, the first record's seqid written already:
     # given seqids leave the counters as they are, but the border's mark is its first record's
     _write_jsonl(tmp_path / "one.jsonl", [_one_record(n) for n in range(1, 21)], 0)
@@ -522,14 +538,16 @@ def test_one_pass_declines_what_it_cannot_know(one_record_messages, tmp_path):
                  + [_one_record(n) for n in range(91, 95)], 20)
     for parts in (1, 3):
         block = -(-os.path.getsize("one.jsonl") // parts)
-        assert one_pass_in_process(f"two{parts}", ["one.jsonl", "two.jsonl"], block) is None
+        assert one_pass_in_process(f"two{parts}", ["one.jsonl", "two.jsonl"], block) == Fallback(
+            "a message of two.jsonl is not a whole transaction of one record")
     prop = Path(PROP)
     prop.write_text(prop.read_text().replace("delim.header=optype,schemaandtable,timestamp,id",
                                              "delim.header=optype,schemaandtable,timestamp,"
                                              "txind,id"))
     _write_jsonl(tmp_path / "span.jsonl", [_record(1, "W") + "\n", _record(2, "W") + "\n",
                                            _record(3, "B") + "\n", _record(4, "E") + "\n"], 0)
-    assert one_pass_in_process("span", ["span.jsonl"], 10**6) is None
+    assert one_pass_in_process("span", ["span.jsonl"], 10**6) == Fallback(
+        "a message of span.jsonl is not a whole transaction of one record")
 
 
 def test_one_pass_counts_like_its_messages(tmp_path, monkeypatch):
@@ -573,7 +591,7 @@ def test_one_pass_spools_where_the_driver_sees_it(one_record_messages, tmp_path)
     for nearby in (str(seen), str(tmp_path / "elsewhere")):
         job.nearby = nearby
         done = direct_blocks(job, todo, [(c.key, block) for c in counted])
-        assert len(done) == 1 and done[0] is not None
+        assert len(done) == 1 and not isinstance(done[0], Fallback)
         encoded = done[0].encoded
         assert (encoded.spooled is not None) == (nearby == str(seen))
         framed.append(encoded.framed(compressed=True))

@@ -200,3 +200,39 @@ def test_batch_refuses_a_local_input_that_is_not_a_regular_file(tmp_path) -> Non
     os.mkfifo(tmp_path / "in.jsonl")
     with pytest.raises(SourceError, match=r"in\.jsonl: not a regular file \(a FIFO\)"):
         local_inputs([str(tmp_path / "in.jsonl")])
+
+
+# ---- issue 35, 5: files named like trail files with digits that are not ASCII ----------------
+
+@pytest.mark.parametrize("stray", ["sa" + "\u0660" * 8 + "\u0667", "sa00000000\u00b2"],
+                         ids=["arabic-indic", "superscript"])
+def test_stray_names_in_the_trail_directory_are_ignored_with_a_warning(work, stray) -> None:
+    """An empty file named ``sa`` + nine characters Python takes for digits (``int`` reads
+    ``٠٠٠٠٠٠٠٠٧`` as 7; ``²`` passes ``isdigit`` but not ``int``) in a fresh trail directory:
+    ``run`` starts the trail at seqno 0 and ``status``, ``check`` and ``dump`` read it, each
+    without a traceback; run, check and dump name the stray file in a warning."""
+    d = work.spool()
+    put(d, "0000000001.msg", work.body(1))
+    (work.root / "dirdat").mkdir()
+    (work.root / "dirdat" / stray).write_bytes(b"")
+    warning = (f"ignored dirdat/{stray}: not a trail file name (sa and 9 ASCII digits)")
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.3")
+    assert done.returncode == 0, done.stderr
+    assert "trail durable: dirdat/sa000000000 RBA" in done.stdout
+    assert f"msgcap run: WARNING: trail dirdat/sa: {warning}\n" in done.stderr, done.stderr
+    assert sorted(os.listdir(work.root / "dirdat")) == sorted(["sa.lock", "sa000000000", stray])
+    assert work.seqids() == ["0000000001"]
+    status = work.msgcap("status", "--prop", str(work.prop), "--json")
+    assert status.returncode == 3 and "Traceback" not in status.stderr, status.stderr  # stopped
+    files = json.loads(status.stdout)["trail"]["files"]
+    assert [f["file"] for f in files] == ["dirdat/sa000000000"]
+    check = work.msgcap("check", "--prop", str(work.prop), "--no-connect")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "\ntrail dirdat/sa: 1 file, the last dirdat/sa000000000\n" in check.stdout
+    assert f"\ntrail dirdat/sa: {warning}\n" in check.stdout
+    dump = work.msgcap("dump", "--json", "dirdat/sa")
+    assert dump.returncode == 0, dump.stderr
+    assert [json.loads(line)["tokens"]["VAMSEQID"] for line in dump.stdout.splitlines()
+            if '"VAMSEQID"' in line] == ["0000000001"]
+    assert f"msgcap dump: WARNING: trail dirdat/sa: {warning}\n" in dump.stderr, dump.stderr
+    assert "Traceback" not in status.stderr + check.stderr + dump.stderr

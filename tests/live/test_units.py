@@ -364,6 +364,12 @@ def test_archive_rolls_over_per_utc_day_and_size_and_never_appends_to_an_old_fil
     again.append(Message("m3", {}, "three"))
     again.close()
     assert "SALES-20260302-000002.jsonl" in os.listdir(tmp_path)
+    # issue 35: a name with digits int() reads but that are not ASCII is no archive file's
+    (tmp_path / ("SALES-20260302-" + "\u0660" * 4 + "\u0669\u0669.jsonl")).write_bytes(b"")
+    third = Archive(str(tmp_path), "SALES", clock=lambda: day[0])
+    third.append(Message("m4", {}, "four"))
+    third.close()
+    assert third.files == [str(tmp_path / "SALES-20260302-000003.jsonl")]
 
 
 def test_stomp_py_logs_of_send_failures_it_raises_again_are_dropped(caplog) -> None:

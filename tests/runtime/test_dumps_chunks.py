@@ -149,3 +149,18 @@ def test_fixed_shape_lines_read_as_the_json_decoder_reads_them(tmp_path_factory,
     except SourceError as error:
         got.append(str(error))
     assert got == _by_json(path, lines)
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
+def test_a_byte_order_mark_is_no_part_of_the_first_text_line(tmp_path, monkeypatch, chunk):
+    """Issue 35: text lines as replay reads them (and batch, tests/batch): the mark that
+    starts a UTF-8 file is dropped, the first line is the first message; a mark elsewhere is
+    data."""
+    monkeypatch.setattr(dumps, "_CHUNK", chunk)
+    path = tmp_path / "t.txt"
+    path.write_bytes("\ufefffirst\r\n\ufeffsecond\nthird".encode())
+    got = list(dumps.read_text_lines(str(path)))
+    assert [(m.id, m.body) for m in got] == [("t.txt:1", "first"), ("t.txt:2", "\ufeffsecond"),
+                                            ("t.txt:3", "third")]
+    path.write_bytes(b"\xef\xbb\xbf")
+    assert list(dumps.read_text_lines(str(path))) == []

@@ -11,7 +11,15 @@ import pytest
 
 from gendef.model import Definitions, Table, varchar_column
 from msgcap.trail.layout import layout_for
-from msgcap.trail.reader import TrailFile, TrailReader, split_trail_name
+from msgcap.trail.reader import (
+    TrailFile,
+    TrailReader,
+    sequence_files,
+    split_trail_name,
+    stray_files,
+    stray_warning,
+    trail_seqno,
+)
 from msgcap.trail.records import IOTYPE_INSERT, TrailRecord, TrailTransaction
 from msgcap.trail.writer import TrailWriter
 from props.errors import TrailError
@@ -209,6 +217,46 @@ def test_split_trail_name() -> None:
     assert split_trail_name("dirdat/aa000000012") == ("dirdat/aa", 12, 9)
     assert split_trail_name("dirdat/aa000012") == ("dirdat/aa", 12, 6)
     assert split_trail_name("dirdat/notes.txt") is None
+    # issue 35: digits Python's int() reads, or str.isdigit() takes, are no trail file's
+    assert split_trail_name("dirdat/aa" + "\u0660" * 8 + "\u0667") is None
+    assert split_trail_name("dirdat/aa00000000\u00b2") is None
+    assert split_trail_name("dirdat/aa00001\u00b2") is None
+
+
+ARABIC_INDIC_7 = "\u0660" * 8 + "\u0667"  # ٠٠٠٠٠٠٠٠٧: int() reads 7
+
+
+@pytest.mark.parametrize(("name", "seqno"), [
+    ("sa000000012", 12), ("sa999999999", 999999999), ("sa" + ARABIC_INDIC_7, None),
+    ("sa00000000\u00b2", None), ("sa0000000\uff11\uff12", None), ("sa00000001", None),
+    ("sa0000000012", None), ("sb000000012", None), ("sa-00000012", None),
+    ("sa+00000012", None), ("sa 00000012", None), ("sa.lock", None)])
+def test_trail_seqno_takes_ascii_digits_of_the_width_only(name, seqno) -> None:
+    assert trail_seqno(name, "sa", 9) == seqno
+
+
+def test_stray_files_are_no_part_of_the_trail(tmp_path, tcustmer: Table) -> None:
+    """Issue 35: files named like trail files but with other digits in a fresh trail
+    directory: the writer starts at seqno 0, the listing leaves them out, the warning names
+    them (escaped: one line)."""
+    d = tmp_path / "dirdat"
+    d.mkdir()
+    strays = ["sa" + ARABIC_INDIC_7, "sa00000000\u00b2", "sa0000000\n1"]
+    for name in strays:
+        (d / name).write_bytes(b"")
+    (d / "sa.lock").write_bytes(b"")
+    (d / "sa000000000.bak").write_bytes(b"")
+    w = TrailWriter(str(d / "sa"))
+    w.open()
+    w.write_transaction(tx(tcustmer, 1))
+    w.close()
+    assert sequence_files(str(d / "sa"), 9) == [(0, str(d / "sa000000000"))]
+    assert stray_files(str(d / "sa"), 9) == sorted(str(d / n) for n in strays)
+    warning = stray_warning(str(d / "sa"), 9)
+    assert warning == (f"ignored {d}/sa0000000\\n1, {d}/sa00000000\u00b2, {d}/sa{ARABIC_INDIC_7}: "
+                       "not a trail file name (sa and 9 ASCII digits)")
+    assert stray_warning(str(d / "sa"), 6) is None and stray_files(str(d / "xx"), 9) == []
+    assert [r.txid for r in TrailReader(str(d / "sa000000000"))] == ["1"]
 
 
 def test_every_single_byte_corruption_is_handled(trail) -> None:

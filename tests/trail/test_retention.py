@@ -156,8 +156,12 @@ def test_reader_position_formats(tmp_path) -> None:
     assert reader_seqno(write_position(tmp_path / "c", file="x/sa000000003", seqno=3),
                         trail) == 3
     with pytest.raises(TrailError, match=r"file 'sa00012' is not a file of trail .*/dirdat/sa "
-                                         r"\(sa and 9 digits\)"):
+                                         r"\(sa and 9 ASCII digits\)"):
         reader_seqno(write_position(tmp_path / "d", file="sa00012"), trail)
+    # issue 35: digits int() reads are no trail file's (٠٠٠٠٠٠٠١٢ would be 12)
+    with pytest.raises(TrailError, match="is not a file of trail"):
+        reader_seqno(write_position(tmp_path / "e", file="sa" + "\u0660" * 7 + "\u0661\u0662"),
+                     trail)
 
 
 def test_purges_after_a_rollover_only_and_records_the_last_purge(tmp_path) -> None:
