@@ -153,15 +153,17 @@ def text_width(settings: Settings) -> int:
     return UTF8_WIDTH
 
 
-def shared_copybook(path: str, definitions: Definitions | None) -> Copybook:
-    """The copybook at ``path``: the one ``definitions`` were built from when it is that file
-    (one compilation per run, shared by gendef's definitions and the parser), else compiled."""
+def shared_copybook(path: str, definitions: Definitions | None, trunc: str = "std"
+                    ) -> Copybook:
+    """The copybook at ``path`` under ``trunc``: the one ``definitions`` were built from when it
+    is that (one compilation per run, shared by gendef's definitions and the parser), else
+    compiled."""
     from gendef.copybook import compile_copybook_file
 
     found = definitions.copybook if definitions is not None else None
-    if found is not None and found.file == str(Path(path)):
+    if found is not None and found.file == str(Path(path)) and found.trunc == trunc:
         return found
-    return compile_copybook_file(path)
+    return compile_copybook_file(path, trunc)
 
 
 def _fixed_sourcedefs_tables(settings: Settings, parser: FixedSettings,
@@ -195,7 +197,7 @@ def _copybook_definitions(settings: Settings, parser: FixedSettings) -> Definiti
     if not parser.copybook:
         raise _error(settings, "fixed.copybook", "required when fixed.schematype=copybook")
     _check_exists(settings, "fixed.copybook", parser.copybook)
-    copybook = compile_copybook_file(parser.copybook)
+    copybook = compile_copybook_file(parser.copybook, parser.trunc)
     header = copybook.record(parser.header) if parser.header else None
     if parser.header and header is None:
         raise _error(settings, "fixed.header",

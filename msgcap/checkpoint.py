@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 
 from gendef.durable import atomic_write
+from msgcap.trail.julian import datetime_to_unix_us
 from msgcap.trail.records import Position
 from msgcap.trail.writer import Recovery, TrailWriter
 from props.errors import TrailError
@@ -44,6 +45,16 @@ class Checkpoint:
     @property
     def position(self) -> Position:
         return Position(self.seqno, self.rba, self.file)
+
+    @property
+    def time_us(self) -> int | None:
+        """When it was written (µs since the Unix epoch): the last durable commit's wall time;
+        None when ``time`` is not an ISO time with its zone."""
+        try:
+            written = datetime.fromisoformat(self.time)
+        except ValueError:
+            return None
+        return datetime_to_unix_us(written) if written.tzinfo is not None else None
 
     @property
     def recovery(self) -> Recovery:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -85,8 +86,9 @@ class Stats:
     body_size: int = field(default=0, metadata=_COUNTER)
     trail_files: list[str] = field(default_factory=list)
     last_position: Position | None = None
-    last_commit_us: int | None = None
+    last_commit_us: int | None = None  # source commit time of the last transaction written
     durable_transactions: int = 0
+    durable_commit_us: int | None = None  # wall time a transaction was last made durable
     durable_position: Position | None = None
     heartbeat_us: int | None = None  # wall time of the capture loop's last heartbeat
 
@@ -471,7 +473,10 @@ class Pipeline:
         self.assembler.finish()
 
     def mark_durable(self, position: Position) -> None:
-        """Everything written so far is durable at ``position`` (the caller fsynced it)."""
+        """Everything written so far is durable at ``position`` (the caller fsynced it); when
+        that includes a new transaction, now is the time of the last durable commit."""
+        if self.stats.transactions != self.stats.durable_transactions:
+            self.stats.durable_commit_us = time.time_ns() // 1000
         self.stats.durable_position = position
         self.stats.durable_transactions = self.stats.transactions
 

@@ -191,6 +191,11 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+def _seconds(unix_us: int | None) -> str:
+    """A timestamp sample: seconds since the Unix epoch, NaN before there is one."""
+    return f"{unix_us / 1e6:.6f}" if unix_us is not None else "NaN"
+
+
 def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
                  now_us: int | None = None, connection: ConnectionState | None = None) -> str:
     """The Prometheus text exposition of §11's metrics."""
@@ -229,10 +234,16 @@ def metrics_text(stats: Stats, *, connected: bool, trail_bytes: int,
     metric("msgcap_trail_durable_rba", "gauge",
            "Byte offset where the durable part of the trail ends.",
            [("", durable.rba if durable else 0)])
-    last = stats.last_commit_us
+    durable_commit = _seconds(stats.durable_commit_us)
+    metric("msgcap_last_durable_commit_timestamp_seconds", "gauge",
+           "When a transaction was last made durable in the trail (fsynced and checkpointed).",
+           [("", durable_commit)])
+    source_commit = _seconds(stats.last_commit_us)
+    metric("msgcap_last_source_commit_timestamp_seconds", "gauge",
+           "Source commit timestamp of the last transaction written.", [("", source_commit)])
     metric("msgcap_last_commit_timestamp_seconds", "gauge",
-           "Commit timestamp of the last transaction written.",
-           [("", f"{last / 1e6:.6f}" if last is not None else "NaN")])
+           "Deprecated, to be removed: msgcap_last_source_commit_timestamp_seconds under its "
+           "old name.", [("", source_commit)])
     lag = lag_seconds(stats, now_us)
     metric("msgcap_lag_seconds", "gauge",
            "Now minus the source commit timestamp of the last transaction written.",

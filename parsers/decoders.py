@@ -280,11 +280,23 @@ def _display_decoder(field: FieldLayout, info: codecs.CodecInfo, options: Decode
     return display
 
 
+def beyond_picture(field: FieldLayout, value: int) -> str:
+    """The error of a COMP value with more digits than its PICTURE (``fixed.trunc`` std/opt):
+    refused rather than cut to the PICTURE, which would write a different number."""
+    record = f" of record {field.path[0]}" if field.path else ""
+    return (f"binary value {value}{record} has more than the {field.digits} digits of its "
+            "PICTURE; "
+            "a COMP field holds no more under TRUNC(STD) or TRUNC(OPT) (fixed.trunc): if its "
+            "producer was compiled with TRUNC(BIN), set fixed.trunc=bin")
+
+
 def _binary_decoder(field: FieldLayout, fail: Callable[[str], MessageError]) -> Decoder:
     signed, length = field.signed, field.length
     integral = field.effective_scale == 0
     scaled = _scaler(field.scale, field.scale_factor, integral)
     st = _STRUCTS.get((length, signed))
+    # a native field's every value fits its definition; another's at most its PICTURE's digits
+    limit = None if field.native else 10 ** field.digits
 
     if st is not None:
         unpack = st.unpack
@@ -293,14 +305,20 @@ def _binary_decoder(field: FieldLayout, fail: Callable[[str], MessageError]) -> 
             b = _as_bytes(data)
             if len(b) != length:
                 raise fail(f"{len(b)} bytes for a {length}-byte binary field")
-            return scaled(unpack(b)[0])
+            value = unpack(b)[0]
+            if limit is not None and not -limit < value < limit:
+                raise fail(beyond_picture(field, value))
+            return scaled(value)
         return binary
 
     def wide_binary(data: bytes | str) -> Value:
         b = _as_bytes(data)
         if len(b) != length:
             raise fail(f"{len(b)} bytes for a {length}-byte binary field")
-        return scaled(int.from_bytes(b, "big", signed=signed))
+        value = int.from_bytes(b, "big", signed=signed)
+        if limit is not None and not -limit < value < limit:
+            raise fail(beyond_picture(field, value))
+        return scaled(value)
     return wide_binary
 
 

@@ -44,7 +44,7 @@ _COMMON_ATTRS = ("optype", *_OPTYPE_VALS, "txind", *_TXIND_VALS, "timestamp", "t
                  "userdefs.tables")
 SECTION_KEYS: dict[str, frozenset[str]] = {
     "fixed": frozenset(f"fixed.{a}" for a in (
-        *_COMMON_ATTRS, "schematype", "copybook", "sourcedefs", "header", "encoding")),
+        *_COMMON_ATTRS, "schematype", "copybook", "sourcedefs", "header", "encoding", "trunc")),
     "delim": frozenset(f"delim.{a}" for a in (
         *_COMMON_ATTRS, "optype.truncateval", "schemaandtable", "sourcedefs", "header",
         "fielddelim", "linedelim", "quote", "nullindicator", "fielddelim.escaped",

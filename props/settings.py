@@ -22,6 +22,8 @@ _NOWHERE = 0
 # stores them as spelt here.
 ParserType = Literal["fixed", "delim", "xml"]
 SchemaType = Literal["copybook", "sourcedefs"]
+# COBOL's TRUNC compiler option, as the producer of fixed-width messages was compiled with it
+Trunc = Literal["std", "opt", "bin"]
 IdKind = Literal["ogg", "time", "activemq", "header", "callable"]
 ReportOutput = Literal["report", "log", "both"]
 SyncMode = Literal["transaction", "batch", "none"]
@@ -126,6 +128,7 @@ class FixedSettings(ParserCommon):
     sourcedefs: str | None = None
     header: str = ""
     encoding: str = "ascii"
+    trunc: Trunc = "std"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,8 +13,9 @@ from props.errors import CopybookError
 from props.inputs import read_input
 
 
-def compile_copybook(text: str, *, file: str | None = None) -> Copybook:
-    """Compile copybook text; ``file`` only names it in errors."""
+def compile_copybook(text: str, *, file: str | None = None, trunc: str = "std") -> Copybook:
+    """Compile copybook text; ``file`` only names it in errors; ``trunc``: COBOL's TRUNC
+    option the data was written under (``fixed.trunc``: std, opt or bin)."""
     parser = EntryParser(tokenize(text, file), file)
     roots = parser.parse()
     if not roots:
@@ -34,7 +35,7 @@ def compile_copybook(text: str, *, file: str | None = None) -> Copybook:
                 raise CopybookError(e.reason, file=file, line=e.line, column=e.column,
                                     field=e.field) from None
             raise
-        records.append(RecordLayout(root.name, item.actual_size, flatten(item, names, file),
+        records.append(RecordLayout(root.name, item.actual_size, flatten(item, names, file, trunc),
                                     item))
     seen: set[str] = set()
     for r in records:
@@ -43,10 +44,10 @@ def compile_copybook(text: str, *, file: str | None = None) -> Copybook:
             raise CopybookError(f"duplicate 01 record {r.name}", file=file, line=r.item.line,
                                 field=r.name)
         seen.add(key)
-    return Copybook(tuple(records), file)
+    return Copybook(tuple(records), file, trunc)
 
 
-def compile_copybook_file(path: str | Path) -> Copybook:
+def compile_copybook_file(path: str | Path, trunc: str = "std") -> Copybook:
     """Compile a copybook file (UTF-8, or Latin-1 when it is not valid UTF-8)."""
     p = Path(path)
     try:
@@ -57,4 +58,4 @@ def compile_copybook_file(path: str | Path) -> Copybook:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    return compile_copybook(text, file=str(p))
+    return compile_copybook(text, file=str(p), trunc=trunc)

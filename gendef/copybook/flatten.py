@@ -6,13 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gendef.copybook.entries import Node
-from gendef.copybook.model import FieldLayout, Item, Odo, normalize_name
+from gendef.copybook.model import COMP, COMP5, FieldLayout, Item, Odo, normalize_name
 from gendef.copybook.naming import name_columns
 from props.errors import CopybookError
 
 
-def item_field(item: Item) -> FieldLayout:
-    """The field layout of one elementary item at its first occurrence (for its decoder)."""
+def item_field(item: Item, trunc: str = "std") -> FieldLayout:
+    """The field layout of one elementary item at its first occurrence (for its decoder);
+    ``trunc``: COBOL's TRUNC option, which decides whether a COMP field is ``native`` (COMP-5
+    always is: TRUNC does not apply to it)."""
     pic = item.picture
     return FieldLayout(
         name=item.name, column=normalize_name(item.name), offset=item.offset, length=item.size,
@@ -23,10 +25,12 @@ def item_field(item: Item) -> FieldLayout:
         sign_leading=item.sign_leading, sign_separate=item.sign_separate,
         explicit_point=bool(pic and pic.explicit_point), date_format=item.date_format,
         key=item.key, redefined=item.redefined, redefining=item.redefines is not None,
-        filler=item.filler, line=item.line)
+        filler=item.filler, line=item.line,
+        native=item.usage == COMP5 or (item.usage == COMP and trunc == "bin"))
 
 
-def flatten(root: Item, names: dict[str, Node], file: str | None) -> tuple[FieldLayout, ...]:
+def flatten(root: Item, names: dict[str, Node], file: str | None,
+            trunc: str = "std") -> tuple[FieldLayout, ...]:
     out: list[FieldLayout] = []
 
     def walk(item: Item, shift: int, path: tuple[str, ...], idx: tuple[int, ...],
@@ -44,7 +48,7 @@ def flatten(root: Item, names: dict[str, Node], file: str | None) -> tuple[Field
                          filler or item.filler)
                 continue
             out.append(replace(
-                item_field(item), offset=item.offset + base, redefined=r1, redefining=r2,
+                item_field(item, trunc), offset=item.offset + base, redefined=r1, redefining=r2,
                 filler=filler or item.filler, depending_on=sub_odo, occurs_index=sub_idx,
                 path=path))
 

@@ -77,10 +77,22 @@ class FieldLayout:
     occurs_index: tuple[int, ...] = ()  # 1-based index in each enclosing OCCURS
     line: int = 0
     path: tuple[str, ...] = ()  # names of the enclosing groups, the 01 record first
+    # a binary field whose every bit pattern is a value (COMP-5; COMP, COMP-4, BINARY under
+    # TRUNC(BIN)); other binary fields hold at most their PICTURE's digits (TRUNC(STD), (OPT))
+    native: bool = False
+
+    @property
+    def value_digits(self) -> int:
+        """The most digits a value of the field has (without P scaling): the PICTURE's, or
+        those of the largest magnitude its bytes hold when it is ``native``."""
+        if not self.native:
+            return self.digits
+        bits = 8 * self.length
+        return len(str(1 << (bits - 1) if self.signed else (1 << bits) - 1))
 
     @property
     def precision(self) -> int:
-        return self.digits + abs(self.scale_factor)
+        return self.value_digits + abs(self.scale_factor)
 
     @property
     def effective_scale(self) -> int:
@@ -157,6 +169,7 @@ class Copybook:
 
     records: tuple[RecordLayout, ...]
     file: str | None = None
+    trunc: str = "std"  # the TRUNC option its binary fields were compiled under (fixed.trunc)
 
     def record(self, name: str) -> RecordLayout | None:
         """A record by name, case-insensitive, '-' equal to '_'."""

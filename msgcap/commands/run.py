@@ -116,6 +116,7 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
                               discard_sync=trail.sync != "none", stats=publisher.stats)
     if saved is not None:  # lag is measured from the last durable commit until the next one
         pipeline.stats.last_commit_us = saved.last_commit_us
+        pipeline.stats.durable_commit_us = saved.time_us
     if settings.error.destination:  # the loader allows it with a broker source only
         from msgcap.sources.broker import BrokerSource
         assert isinstance(source, BrokerSource)

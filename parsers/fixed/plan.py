@@ -184,7 +184,7 @@ def _table_plan(trail: Table, placed: Sequence[tuple[str, int, int, FieldLayout 
 def _copybook_plan(settings: Settings, f: FixedSettings, definitions: Definitions) -> FixedPlan:
     if not f.copybook:
         raise _error(settings, "fixed.copybook", "required when fixed.schematype=copybook")
-    copybook = shared_copybook(f.copybook, definitions)
+    copybook = shared_copybook(f.copybook, definitions, f.trunc)
     header = copybook.record(f.header)
     if header is None:
         raise _error(settings, "fixed.header",

@@ -15,11 +15,12 @@ names of converters), compiled once.
   text fields, one ``bytes.translate`` to ASCII digits and overpunch letters for its zoned numbers
   (and one to the digits overpunch letters stand for, for signed ones), one ``bytes.hex`` for its
   packed (COMP-3) fields — each over the bytes its fields span only — one precompiled
-  ``struct.Struct`` for all its 2/4/8-byte binary fields; numbers go straight to the trail's
-  integer form (unscaled digits) instead of through ``Decimal``. Any field outside these common
-  forms calls its general converter. When a value is not in its common form (a blank number, a
-  bad nibble, a byte the code page lacks), the function returns None and the caller takes the
-  general path, which gives the same result or the located error.
+  ``struct.Struct`` for all its 2/4/8-byte binary fields (a value beyond its PICTURE, which
+  ``fixed.trunc`` std/opt refuses, takes the general path to its error); numbers go straight to
+  the trail's integer form (unscaled digits) instead of through ``Decimal``. Any field outside
+  these common forms calls its general converter. When a value is not in its common form (a
+  blank number, a bad nibble, a byte the code page lacks), the function returns None and the
+  caller takes the general path, which gives the same result or the located error.
 
 tests/fixed/test_fast_paths.py proves both functions equal to the general path on random layouts
 and random bytes.
@@ -321,7 +322,8 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
     # offsets into each conversion's result (``h`` has two hex digits per byte)
     t, z, d, h = span_start["t"], span_start["z"], span_start["d"], 2 * span_start["h"]
     parts: list[str] = []
-    binary: list[tuple[int, int, str, int]] = []  # (start, end, struct code, part index)
+    # (start, end, struct code, part index, the PICTURE's bound or None for a native field)
+    binary: list[tuple[int, int, str, int, int | None]] = []
     text_spans = []
     for i, (slot, form) in enumerate(zip(slots, forms, strict=True)):
         f, a, b = slot.field, int(slot.start), int(slot.end)
@@ -340,7 +342,8 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
             parts.append(f"(int(s) if (s := z[{a - z}:{b - z}]).isdigit() else {general})")
         elif form == "binary":
             assert f is not None  # (a binary form has its field)
-            binary.append((a, b, _STRUCT_CODES[(b - a, f.signed)], len(parts)))
+            binary.append((a, b, _STRUCT_CODES[(b - a, f.signed)], len(parts),
+                           None if f.native else 10 ** f.digits))
             parts.append(general)  # replaced below once the struct's layout is known
         elif form in ("packed", "unsigned packed"):
             digits, sign = f"h[{2 * a - h}:{2 * b - 1 - h}]", f"h[{2 * b - 1 - h}]"
@@ -368,7 +371,7 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
         binary.sort()
         fmt, at = ">", 0
         overlap = False
-        for a, b, code, _ in binary:
+        for a, b, code, _, _ in binary:
             if a < at:
                 overlap = True
                 break
@@ -377,9 +380,15 @@ def record_image(name: str, slots: tuple[Slot, ...], page: CodePage
         if not overlap:
             env["UNPACK"] = struct.Struct(fmt).unpack_from
             lines.append("        n = UNPACK(b)")
-            for k, (a, b, code, index) in enumerate(binary):
-                parts[index] = (f"(v if (v := n[{k}]) <= HIGH else c{index}(b[{a}:{b}]))"
-                                if code == "Q" else f"n[{k}]")
+            for k, (a, b, code, index, bound) in enumerate(binary):
+                # beyond the PICTURE (or the trail's 64 bits): the general path's error
+                if bound is not None:
+                    parts[index] = (f"(v if -{bound} < (v := n[{k}]) < {bound} "
+                                    f"else c{index}(b[{a}:{b}]))")
+                elif code == "Q":
+                    parts[index] = f"(v if (v := n[{k}]) <= HIGH else c{index}(b[{a}:{b}]))"
+                else:
+                    parts[index] = f"n[{k}]"
     lines.append("        return [" + ", ".join(parts) + "]")
     lines.append("    except (ValueError, KeyError):")  # a value not in its common form
     lines.append("        return None")

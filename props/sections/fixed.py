@@ -54,6 +54,7 @@ def fixed_settings(r: Reader) -> FixedSettings:
         schematype=schematype, copybook=copybook, sourcedefs=sourcedefs_path,
         header=r.required("fixed.header"),
         encoding=_encoding(r),
+        trunc=r.choice("fixed.trunc", ("std", "opt", "bin"), _FIXED.trunc),
     )
 
 

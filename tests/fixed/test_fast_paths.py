@@ -162,11 +162,11 @@ def test_record_image_equals_the_field_converters(tmp_path_factory, layout, data
     assert fast == general or (fast is None and general is not None and odd >= 0)
 
 
-def _table_of(tmp_path_factory, pics: list[str], encoding: str):
+def _table_of(tmp_path_factory, pics: list[str], encoding: str, extra: str = ""):
     work = tmp_path_factory.mktemp("cpy")
     (work / "t.cpy").write_text(copybook_text(pics))
-    s = settings_from_text(PROPS.format(path=work / "t.cpy", encoding=encoding), "t.properties",
-                           env={})
+    s = settings_from_text(PROPS.format(path=work / "t.cpy", encoding=encoding) + extra,
+                           "t.properties", env={})
     (table,) = build_parser(s, build_definitions(s))._tables.values()
     return table
 
@@ -194,13 +194,15 @@ def test_zoned_numbers_with_signs_anywhere(tmp_path_factory, signed, digits, enc
 @settings(max_examples=150, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(usage=st.sampled_from(["COMP", "COMP-5", "COMP-3"]), signed=st.booleans(),
-       digits=st.one_of(st.just(18), st.integers(1, 18)), data=st.data())
+       digits=st.one_of(st.just(18), st.integers(1, 18)),
+       trunc=st.sampled_from(["std", "bin"]), data=st.data())
 def test_binary_and_packed_fields_on_random_bytes(tmp_path_factory, usage, signed, digits,
-                                                  data):
-    """Every bit pattern, the ones out of the trail's 64-bit range included."""
+                                                  trunc, data):
+    """Every bit pattern, the ones out of the trail's 64-bit range and (``fixed.trunc=std``)
+    beyond the PICTURE included."""
     scale = data.draw(st.integers(0, digits - 1))
     pic = f"PIC {'S' if signed else ''}9({digits - scale})" + (f"V9({scale})" if scale else "")
-    table = _table_of(tmp_path_factory, [f"{pic} {usage}"], "cp037")
+    table = _table_of(tmp_path_factory, [f"{pic} {usage}"], "cp037", f"fixed.trunc={trunc}\n")
     size = table.end - 5
     if usage == "COMP-3" and data.draw(st.booleans()):  # decimal nibbles, any sign nibble
         # 18 digits take 10 bytes, whose 19 digits may pass the trail's 64-bit integers
@@ -274,7 +276,7 @@ def test_every_usage_takes_its_fast_form():
     pics = ["PIC X(3)", "PIC 9(4)", "PIC S9(5)V99", "PIC S9(7)V99 COMP-3", "PIC S9(4) COMP",
             "PIC 9(9) COMP", "PIC S9(18) COMP"]
     cb = compile_copybook(copybook_text(pics))
-    values = ["ab", 12, Decimal("-123.45"), Decimal("-1234567.89"), -7, 4000000000,
+    values = ["ab", 12, Decimal("-123.45"), Decimal("-1234567.89"), -7, 999999999,
               -(10**18) + 1]
     for encoding in ("cp037", "ascii"):
         body = b"".join(encoder_for(f, encoding)(v)
@@ -289,7 +291,7 @@ def test_every_usage_takes_its_fast_form():
                                          number_column("D", 4), number_column("E", 9),
                                          number_column("F", 18)], strict=True))
         image = record_image("S.T", slots, code_page(encoding))
-        assert image(body) == ["ab ", 12, -12345, -123456789, -7, 4000000000, -(10**18) + 1]
+        assert image(body) == ["ab ", 12, -12345, -123456789, -7, 999999999, -(10**18) + 1]
         assert calls == []
 
 

@@ -30,9 +30,9 @@ def test_one_compilation_per_run_shared_by_definitions_and_parser(tmp_path, monk
     compiled = []
     real = compiler.compile_copybook
 
-    def counting(text, *, file=None):
+    def counting(text, *, file=None, trunc="std"):
         compiled.append(file)
-        return real(text, file=file)
+        return real(text, file=file, trunc=trunc)
     monkeypatch.setattr(compiler, "compile_copybook", counting)
     settings = settings_from_text(RETAIL_PROPS, "t.properties", env={})
     definitions = build_definitions(settings)

@@ -259,6 +259,8 @@ def test_metrics_are_prometheus_text_with_every_metric_of_the_spec() -> None:
                  'msgcap_operations_total{table="A\\"B",op="update"} 2',
                  "msgcap_trail_bytes_total 999", "msgcap_trail_seqno 3", "msgcap_trail_rba 1234",
                  "msgcap_last_commit_timestamp_seconds 1700000000.000000",
+                 "msgcap_last_source_commit_timestamp_seconds 1700000000.000000",
+                 "msgcap_last_durable_commit_timestamp_seconds NaN",
                  "msgcap_lag_seconds 2.500000", "msgcap_source_connected 1"):
         assert name in text.splitlines(), name
     assert "# TYPE msgcap_messages_total counter" in text
