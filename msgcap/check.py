@@ -172,6 +172,11 @@ class Check:
         from msgcap.sources import source_for
 
         settings = self.settings
+        try:
+            settings.jms.require_env()  # run would refuse it: a problem with --no-connect too
+        except MsgcapError as exc:
+            self.problems.append(str(exc))
+            return
         spool = settings.jms.spool_dir
         if spool is not None:
             self.attempt(lambda: source_for(settings))

@@ -55,9 +55,9 @@ def jms_settings(r: Reader, jndi: Resolved | None = None) -> JmsSettings:
     elif any(not u.startswith("dir:") for u in urls):
         raise r.error("jms.url", "a broker source needs jms.destination")
     ssl_cert, ssl_key = r.path("jms.ssl.cert"), r.path("jms.ssl.key")
-    if ssl_cert and not ssl_key:
+    if ssl_cert and not ssl_key and not r.waiting("jms.ssl.key"):
         raise r.error("jms.ssl.cert", "requires jms.ssl.key")
-    if ssl_key and not ssl_cert:
+    if ssl_key and not ssl_cert and not r.waiting("jms.ssl.cert"):
         raise r.error("jms.ssl.key", "requires jms.ssl.cert")
     id_text, id_kind = _jms_id(r)
     records = r.integer("jms.report.records", None, 1)
@@ -77,7 +77,7 @@ def jms_settings(r: Reader, jndi: Resolved | None = None) -> JmsSettings:
         report_time=r.duration("jms.report.time"), report_records=records,
         spool_minage=r.duration("jms.spool.minage") or _JMS.spool_minage,
         maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
-        url_missing=url_missing,
+        url_missing=url_missing, unset_env=_unset_env(r),
     )
 
 
@@ -121,8 +121,14 @@ def _jvm_settings(r: Reader) -> JmsSettings:
         report_time=r.duration("jms.report.time"),
         report_records=r.integer("jms.report.records", None, 1),
         maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
-        provider=provider,
+        provider=provider, unset_env=_unset_env(r),
     )
+
+
+def _unset_env(r: Reader) -> str | None:
+    """The line a command that connects says for the first unset variable of a connection
+    setting (the others never read those settings)."""
+    return str(r.unset[0]) if r.unset else None
 
 
 def _bootoptions(r: Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
