@@ -206,9 +206,10 @@ def _provider_entries(provider: Pending, path: str, env: Mapping[str, str],
     """The ``wanted`` entries of the file ``java.naming.provider.url`` names, by key (the last
     wins), and the keys of all its connection factories (for the messages that name them). The
     file is read a line at a time and every other entry dropped as it is read: a JNDI file of
-    millions of keys takes no more memory than one of ten."""
+    millions of keys is not held in memory."""
     _refuse_remote(provider)
     out: dict[str, Pending] = {}
+    waits: dict[str, list[UnsetVariable]] = {}  # of the entry that wins
     factories: set[str] = set()
     ignored: list[str] = []
     ignored_count = 0
@@ -229,7 +230,7 @@ def _provider_entries(provider: Pending, path: str, env: Mapping[str, str],
                 waiting: list[UnsetVariable] | None = [] if is_connection_key(key) else None
                 value = substitute_env(entry.value, env, prop=key, file=path, line=entry.line,
                                        unset=waiting)
-                unset += waiting or []
+                waits[key] = waiting or []
                 out[key] = Pending(key, entry, value)
     except OSError as exc:
         raise PropertyError(f"cannot read the JNDI file {path}: {exc.strerror or exc}",
@@ -238,6 +239,7 @@ def _provider_entries(provider: Pending, path: str, env: Mapping[str, str],
     except UnicodeDecodeError:
         raise PropertyError(f"the JNDI file {path} is not valid UTF-8", prop=PROVIDER_URL,
                             file=provider.entry.file, line=provider.entry.line) from None
+    unset += [error for errors in waits.values() for error in errors]
     if ignored:
         log.warning("%s: ignored (not a Qpid JMS JNDI entry msgcap reads): %s", path,
                     listed(ignored, ignored_count))
