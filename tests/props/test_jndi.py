@@ -372,3 +372,10 @@ def test_a_file_url_of_another_host_is_refused(home, host):
 def test_a_file_url_of_localhost_is_read(home):
     jms = load_home(home, f"file://localhost{home}/dirprm/jndi.properties").jms
     assert jms.url == ("amqp://mq1:5672",)
+
+
+def test_an_unset_variable_of_an_entry_set_again_is_forgotten(home):
+    (home / "dirprm" / "jndi.properties").write_text(
+        "connectionfactory.myCF = amqp://mq1?jms.password=${MQ_PASSWORD}\n" + JNDI_FILE)
+    jms = load_home(home, "jndi.properties").jms
+    assert jms.password == SECRET and jms.unset_env is None
