@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from props.keys import JNDI_HEADS, JNDI_PREFIX
 from props.reader import UNSIGNED, Reader, path_problem, split_host_port, split_list
 from props.settings import URL_FORMS, IdKind, JmsSettings, JvmProvider
-from props.text import quoted
+from props.text import listed, quoted
 
 if TYPE_CHECKING:
     from props.jndi import Resolved
@@ -88,7 +88,7 @@ def _jvm_settings(r: Reader) -> JmsSettings:
     if unused:
         log.warning("%s: ignored: %s: a JMS provider's own client sets these its own way "
                     "(its JNDI entries, URL options and jvm.bootoptions)", r.file,
-                    ", ".join(unused))
+                    listed(unused))
     if r.text("jms.ack") == "client-individual":
         raise r.error("jms.ack", "client-individual is not on a JMS provider's own client: "
                       "JMS acknowledges every message the session received at once")
@@ -155,7 +155,7 @@ def _bootoptions(r: Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
                if not os.path.exists(e[:-2] if e.endswith(("/*", os.sep + "*")) else e)]
     if missing:
         log.warning("%s: jvm.bootoptions: class path entries that do not exist: %s", r.file,
-                    ", ".join(missing))
+                    listed(missing))
     return tuple(classpath), tuple(options)
 
 
