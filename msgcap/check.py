@@ -14,7 +14,9 @@ at its start, through the same code, read-only:
 * the source: a spool directory readable and writable; a STOMP or AMQP 1.0 broker connected,
   logged in, TLS verified, the destination subscribed (``jms.selector`` accepted) without
   consuming anything (``msgcap.sources.probe``, ``msgcap.sources.amqp.AmqpProbe``), unless
-  told not to connect;
+  told not to connect. The entries of a failover list are probed at the same time, a bounded
+  number at once, and the answer comes within ``SOURCE_DEADLINE`` however many stall: what
+  ``run`` reaches first in the list's order, or why each entry failed or was not reached;
 * the resolved layout of every table, and, for sample messages, the operations they become.
 
 Checks that do not depend on each other all run: each problem is one line (``problems``), in
@@ -24,9 +26,12 @@ the order found. Nothing is created, locked, truncated or logged to a file.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, TextIO, TypeVar, cast
 
@@ -40,8 +45,8 @@ from msgcap.trail.reader import sequence_files, stray_warning
 from msgcap.trail.writer import verify_trail
 from parsers.base import Parser, build_parser
 from parsers.model import MISSING, Message, Op
-from props.errors import MessageError, MsgcapError
-from props.text import quoted
+from props.errors import MessageError, MsgcapError, SourceError
+from props.text import LISTED, listed, quoted
 
 if TYPE_CHECKING:
     from gendef.copybook import FieldLayout
@@ -52,6 +57,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MIB = 1024 * 1024
 VALUE_CHARS = 40  # of one column value in a sample's operation
+# A failover list: entries probed at the same time, and how long the check waits for them in
+# all (one entry's connection gives up after about 10 s; hundreds of stalled entries must not
+# take hundreds of times that).
+PROBES_AT_ONCE = 16
+SOURCE_DEADLINE = 25.0
 
 
 @dataclass
@@ -175,6 +185,11 @@ class Check:
         from msgcap.sources import source_for
 
         settings = self.settings
+        try:
+            settings.jms.require_env()  # run would refuse it: a problem with --no-connect too
+        except MsgcapError as exc:
+            self.problems.append(str(exc))
+            return
         spool = settings.jms.spool_dir
         if spool is not None:
             self.attempt(lambda: source_for(settings))
@@ -188,7 +203,8 @@ class Check:
         if not connect:
             self.say(f"source {probe.url}: not contacted (--no-connect)")
             return
-        line = self.attempt(probe.probe)
+        many = settings.jms.provider is None and len(settings.jms.url) > 1
+        line = self.attempt(partial(probe_entries, settings) if many else probe.probe)
         if line is not None:
             self.say(f"source {line}")
 
@@ -261,6 +277,72 @@ def run_check(settings: Settings, out: TextIO, *, connect: bool = True,
     if samples is not None:
         check.samples(samples)
     return check.problems
+
+
+def probe_entries(settings: Settings, *, at_once: int = PROBES_AT_ONCE,
+                  deadline: float = SOURCE_DEADLINE) -> str:
+    """What ``run`` reaches of a failover list: each ``jms.url`` entry probed on its own (the
+    first ``at_once`` at the same time, then the next as one ends), the answers read in the
+    list's order as ``run`` tries them: the first entry that works, or a refusal no other
+    entry cures (a ``PropertyError``: login, certificate, selector). Entries that do not
+    answer within ``deadline`` seconds in all are named as not reached. ``SourceError`` when
+    none works."""
+    from msgcap.sources import source_for
+
+    urls = settings.jms.url
+    answers: list[str | Exception | None] = [None] * len(urls)
+    answered = [threading.Event() for _ in urls]
+    waiting: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(urls)):
+        waiting.put(index)
+    decided = threading.Event()  # no more entries to start
+
+    def probe_next() -> None:
+        while not decided.is_set():
+            try:
+                index = waiting.get_nowait()
+            except queue.Empty:
+                return
+            one = replace(settings, jms=replace(settings.jms, url=(urls[index],)))
+            try:
+                answers[index] = cast("Probe", source_for(one, probe=True)).probe()
+            except Exception as exc:  # noqa: BLE001 (said by the caller, in the list's order)
+                answers[index] = exc
+            finally:
+                answered[index].set()
+
+    # daemon threads: an entry still stalled when the check is over does not hold the process
+    for _ in range(min(at_once, len(urls))):
+        threading.Thread(target=probe_next, name="check-probe", daemon=True).start()
+    end = time.monotonic() + deadline
+    failures: list[str] = []
+    unreached: list[str] = []
+    try:
+        for index in range(len(urls)):
+            if not answered[index].wait(max(0.0, end - time.monotonic())):
+                unreached.append(urls[index])
+                continue
+            answer = answers[index]
+            if isinstance(answer, str):
+                if unreached:
+                    return f"{answer}; before it, {_not_reached(unreached, deadline)}"
+                return answer
+            if not isinstance(answer, SourceError):
+                assert answer is not None
+                raise answer
+            failures.append(answer.reason)
+    finally:
+        decided.set()
+    said = [listed(failures, sep="; ")] if failures else []
+    if unreached:
+        said.append(_not_reached(unreached, deadline))
+    raise SourceError("; ".join(said), url=",".join(urls) if len(urls) <= LISTED
+                      else listed(list(urls)))
+
+
+def _not_reached(urls: list[str], deadline: float) -> str:
+    """The entries of a failover list that gave no answer in time, a bounded few named."""
+    return f"not reached within {deadline:.0f} s: {listed(urls)}"
 
 
 def _count(n: int, thing: str) -> str:

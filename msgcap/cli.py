@@ -102,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     mod = importlib.import_module(args._module)
+    from gendef.logsetup import configure_logging
+
+    # until a command configures its logging from the properties: their loader's warnings
+    # carry the command and WARNING: as every later warning does
+    configure_logging(None, command=f"msgcap {args.command}", log_to_file=False)
     try:
         return mod.run(args) or 0
     except MsgcapError as exc:

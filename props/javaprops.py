@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from props.errors import PropertyError
@@ -25,6 +25,10 @@ _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "\\": "\\", "=": "=", ":": ":",
                    "#": "#", "!": "!", " ": " "}
 _HEX = frozenset("0123456789abcdefABCDEF")
+# key, separator, value of a line without backslashes whose value ends in no whitespace
+_SIMPLE_ENTRY = re.compile("[ \t\f]*([^=: \t\f#!][^=: \t\f]*)[ \t\f]*(?:[=:][ \t\f]*)?"
+                           "(|.*[^ \t\f])\\Z", re.DOTALL)
+_KEY_END = re.compile("[=: \t\f]")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -98,6 +102,9 @@ def _unescape(text: str, *, prop: str | None, file: str, line: int) -> str:
 def _split_key(logical: str) -> tuple[str, str]:
     """Split a logical line into raw key and raw value (Java's rules)."""
     i, n = 0, len(logical)
+    if "\\" not in logical:  # no escaped separator: the first one ends the key
+        found = _KEY_END.search(logical)
+        i = found.start() if found else n
     while i < n:
         ch = logical[i]
         if ch == "\\":
@@ -129,47 +136,66 @@ def _strip_trailing(raw: str) -> str:
 
 def parse_properties(text: str, file: str = "<string>") -> list[Entry]:
     """Parse properties text into entries in file order (duplicates kept; see settings)."""
-    text = text.removeprefix("\ufeff")
-    physical = _LINE_SPLIT.split(text)
-    entries: list[Entry] = []
-    i, n = 0, len(physical)
-    while i < n:
-        first = physical[i].lstrip(_WHITESPACE)
-        start = i + 1
+    return list(iter_properties(_LINE_SPLIT.split(text), file))
+
+
+def iter_properties(physical: Iterable[str], file: str) -> Iterator[Entry]:
+    """The entries of physical lines (without their line ends), one at a time: a large file
+    (a JNDI file of millions of keys) is read without holding all its entries."""
+    lines = iter(physical)
+    number = 0  # 1-based number of the last physical line taken
+    for raw in lines:
+        number += 1
+        if number == 1:
+            raw = raw.removeprefix("\ufeff")
+        if "\\" not in raw:  # no escape, no continuation: one match (most lines)
+            simple = _SIMPLE_ENTRY.match(raw)
+            if simple is not None:
+                yield Entry(simple.group(1), simple.group(2), file, number)
+                continue
+        first = raw.lstrip(_WHITESPACE)
         if not first or first[0] in "#!":
-            i += 1
             continue
+        start = number
         parts: list[str] = []
         current = first
-        while True:
-            if _odd_backslashes(current, len(current)):
-                parts.append(current[:-1])
-                i += 1
-                if i >= n:
-                    break
-                current = physical[i].lstrip(_WHITESPACE)
-            else:
-                parts.append(current)
-                i += 1
+        while _odd_backslashes(current, len(current)):
+            parts.append(current[:-1])
+            following = next(lines, None)
+            if following is None:
+                current = ""
                 break
-        last = i  # 1-based number of the entry's last physical line
+            number += 1
+            current = following.lstrip(_WHITESPACE)
+        else:
+            parts.append(current)
         raw_key, raw_value = _split_key("".join(parts))
         key = _unescape(raw_key, prop=None, file=file, line=start)
         stripped = _strip_trailing(raw_value)
         if stripped != raw_value:
             log.warning("%s:%d: %s: trailing whitespace removed from the value "
-                        "(write \\x20 for a space in a delimiter or *val)", file, last, key)
+                        "(write \\x20 for a space in a delimiter or *val)", file, number, key)
         value = _unescape(stripped, prop=key, file=file, line=start)
-        entries.append(Entry(key, value, file, start))
-    return entries
+        yield Entry(key, value, file, start)
+
+
+class UnsetVariable(PropertyError):
+    """``${NAME}`` of a variable the environment does not hold (``name``)."""
+
+    def __init__(self, name: str, *, prop: str, file: str, line: int) -> None:
+        self.name = name
+        super().__init__(f"environment variable {name} is not set", prop=prop, file=file,
+                         line=line)
 
 
 def substitute_env(value: str, env: Mapping[str, str], *, prop: str, file: str,
-                   line: int) -> str:
+                   line: int, unset: list[UnsetVariable] | None = None) -> str:
     """Replace ``${NAME}`` by the environment variable; ``$${`` is a literal ``${``.
 
     An unset variable is an error naming it; the value itself is never quoted in errors,
-    since it may be a secret.
+    since it may be a secret. With ``unset``, the error is appended there instead and
+    ``${NAME}`` left as written: a setting only a broker connection reads is resolved by the
+    commands that connect (``props.loader``).
     """
     if "$" not in value:
         return value
@@ -188,10 +214,13 @@ def substitute_env(value: str, env: Mapping[str, str], *, prop: str, file: str,
             if not _ENV_NAME.match(name):
                 raise PropertyError(f"bad environment variable name ${{{name}}}", prop=prop,
                                     file=file, line=line)
-            if name not in env:
-                raise PropertyError(f"environment variable {name} is not set", prop=prop,
-                                    file=file, line=line)
-            out.append(env[name])
+            if name in env:
+                out.append(env[name])
+            elif unset is None:
+                raise UnsetVariable(name, prop=prop, file=file, line=line)
+            else:
+                unset.append(UnsetVariable(name, prop=prop, file=file, line=line))
+                out.append(value[i:close + 1])
             i = close + 1
         else:
             out.append(value[i])

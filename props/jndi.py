@@ -15,6 +15,7 @@ printed: they may hold credentials; names are.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -24,11 +25,12 @@ from urllib.parse import parse_qsl, urlsplit
 from urllib.request import url2pathname
 
 from props.errors import PropertyError
-from props.inputs import read_input
-from props.javaprops import parse_properties, substitute_env
-from props.keys import JNDI_HEADS
+from props.inputs import open_input
+from props.javaprops import UnsetVariable, iter_properties, substitute_env
+from props.keys import JNDI_HEADS, is_connection_key
 from props.reader import Pending
 from props.settings import URL_FORMS, JmsSettings
+from props.text import LISTED, listed
 
 log = logging.getLogger("msgcap.props")
 
@@ -44,6 +46,10 @@ NATIVE_UNUSED = ("not used by msgcap's own AMQP client (a provider's own client 
 _FAILOVER = re.compile(r"failover:(?://)?\((.*)\)(?:\?(.*))?\Z", re.IGNORECASE | re.DOTALL)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _SEND_MS = JmsSettings().heartbeat[0]
+_FACTORY_HEAD = "connectionfactory."
+# URL options whose unset ${NAME} waits for a command that connects (jms.user, jms.password,
+# jms.vhost: props.keys.CONNECTION_KEYS)
+_LOGIN_OPTIONS = ("jms.username", "jms.password", "amqp.vhost")
 
 # Qpid JMS URL options that are msgcap settings (a property set in the file wins).
 _MAPPED = {"jms.username": "jms.user", "jms.password": "jms.password",
@@ -72,10 +78,14 @@ class Resolved:
     jvm: bool = False  # jms.url unset: the provider's own JMS client in a JVM (JvmProvider)
 
 
-def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> Resolved:
+def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str],
+            unset: list[UnsetVariable] | None = None) -> Resolved:
     """Resolve the JNDI entries of a load's canonical ``items`` (``${ENV}`` already applied):
     without ``jms.url``, a provider other than Qpid JMS (or ``jms.client=jvm``) is reached
-    through its own client (``jvm``); Qpid JMS's entries are read here."""
+    through its own client (``jvm``); Qpid JMS's entries are read here. ``unset``: the unset
+    variables of connection settings (props.loader), a connection factory's among them (its
+    value kept as written); those of the JNDI file are added."""
+    unset = [] if unset is None else unset
     entries = {key: p for key, p in items.items() if key.partition(".")[0] in JNDI_HEADS}
     factory, provider = items.get(FACTORY), items.get(PROVIDER_URL)
     client = _client(items.get(CLIENT))
@@ -101,6 +111,7 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
                             f"reached through its own client only (jms.client=jvm), not "
                             f"jms.client=native: set {CLIENT}=jvm or jms.url")
     _warn_unused_naming(items, file)
+    factories = {k for k in entries if k.startswith(_FACTORY_HEAD)}
     provider_path = _provider_path(provider, file) if provider else None
     if provider is not None and provider_path is None:
         if "jms.url" in items:
@@ -117,12 +128,13 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
                                 f"set {FACTORY}=com.sun.jndi.fscontext.RefFSContextFactory "
                                 f"and its jars in jvm.bootoptions, or jms.url")
         try:
-            provided = _provider_entries(provider, provider_path, env)
+            provided, provided_factories = _provider_entries(
+                provider, provider_path, env, _wanted(items), unset)
         except PropertyError as exc:  # said by the commands that need a broker, as a
             if "jms.url" not in items:  # missing jms.url would be
                 return Resolved({}, str(exc))
             log.warning("%s; jms.url is used", exc)
-            provided = {}
+            provided, provided_factories = {}, set()
         named = provided.get(FACTORY)
         if named is not None and named.value.strip() != QPID_FACTORY \
                 and "jms.url" not in items:
@@ -131,7 +143,8 @@ def resolve(items: Mapping[str, Pending], file: str, env: Mapping[str, str]) -> 
                                 f"where the provider's own client is reached from")
         entries = {**{k: p for k, p in provided.items()
                       if k.partition(".")[0] in JNDI_HEADS}, **entries}
-    return _Qpid(items, entries, file).resolve()
+        factories |= provided_factories
+    return _Qpid(items, entries, factories, file, unset).resolve()
 
 
 def _client(entry: Pending | None) -> str | None:
@@ -152,7 +165,7 @@ def _warn_unused_naming(items: Mapping[str, Pending], file: str) -> None:
               if (key.startswith("java.naming.") and key not in (FACTORY, PROVIDER_URL))
               or key == "jvm.bootoptions"]
     if unused:
-        log.warning("%s: ignored: %s: %s", file, ", ".join(unused), NATIVE_UNUSED)
+        log.warning("%s: ignored: %s: %s", file, listed(unused), NATIVE_UNUSED)
 
 
 def _provider_path(provider: Pending, file: str) -> str | None:
@@ -174,11 +187,51 @@ def _ibm_bindings(path: str) -> bool:
     return os.path.isdir(path) or path.endswith(".bindings")
 
 
-def _provider_entries(provider: Pending, path: str, env: Mapping[str, str]
-                      ) -> dict[str, Pending]:
-    """The entries of the file ``java.naming.provider.url`` names, by key (the last wins)."""
+def _wanted(items: Mapping[str, Pending]) -> frozenset[str]:
+    """The keys of the JNDI file msgcap reads: the factory class, and the entries
+    ``jms.connectionFactory`` and ``jms.destination`` name."""
+    wanted = {FACTORY}
+    named = items.get(CONNECTION_FACTORY)
+    if named is not None:
+        wanted.add(f"{_FACTORY_HEAD}{named.value.strip()}")
+    destination = items.get("jms.destination")
+    if destination is not None:
+        wanted |= {f"queue.{destination.value.strip()}", f"topic.{destination.value.strip()}"}
+    return frozenset(wanted)
+
+
+def _provider_entries(provider: Pending, path: str, env: Mapping[str, str],
+                      wanted: frozenset[str], unset: list[UnsetVariable]
+                      ) -> tuple[dict[str, Pending], set[str]]:
+    """The ``wanted`` entries of the file ``java.naming.provider.url`` names, by key (the last
+    wins), and the keys of all its connection factories (for the messages that name them). The
+    file is read a line at a time and every other entry dropped as it is read: a JNDI file of
+    millions of keys is not held in memory."""
+    _refuse_remote(provider)
+    out: dict[str, Pending] = {}
+    waits: dict[str, list[UnsetVariable]] = {}  # of the entry that wins
+    factories: set[str] = set()
+    ignored: list[str] = []
+    ignored_count = 0
     try:
-        text = read_input(path).decode("utf-8")
+        with open_input(path) as raw, io.TextIOWrapper(raw, encoding="utf-8") as text:
+            lines = (line.removesuffix("\n") for line in text)
+            for entry in iter_properties(lines, path):
+                key = entry.key
+                if key.startswith(_FACTORY_HEAD):
+                    factories.add(key)
+                elif key != FACTORY and key.partition(".")[0] not in JNDI_HEADS:
+                    ignored_count += 1
+                    if len(ignored) < LISTED:
+                        ignored.append(f"{key} (line {entry.line})")
+                    continue
+                if key not in wanted:
+                    continue
+                waiting: list[UnsetVariable] | None = [] if is_connection_key(key) else None
+                value = substitute_env(entry.value, env, prop=key, file=path, line=entry.line,
+                                       unset=waiting)
+                waits[key] = waiting or []
+                out[key] = Pending(key, entry, value)
     except OSError as exc:
         raise PropertyError(f"cannot read the JNDI file {path}: {exc.strerror or exc}",
                             prop=PROVIDER_URL, file=provider.entry.file,
@@ -186,26 +239,36 @@ def _provider_entries(provider: Pending, path: str, env: Mapping[str, str]
     except UnicodeDecodeError:
         raise PropertyError(f"the JNDI file {path} is not valid UTF-8", prop=PROVIDER_URL,
                             file=provider.entry.file, line=provider.entry.line) from None
-    out: dict[str, Pending] = {}
-    ignored = []
-    for entry in parse_properties(text, path):
-        if entry.key != FACTORY and entry.key.partition(".")[0] not in JNDI_HEADS:
-            ignored.append(f"{entry.key} (line {entry.line})")
-            continue
-        value = substitute_env(entry.value, env, prop=entry.key, file=path, line=entry.line)
-        out[entry.key] = Pending(entry.key, entry, value)
+    unset += [error for errors in waits.values() for error in errors]
     if ignored:
         log.warning("%s: ignored (not a Qpid JMS JNDI entry msgcap reads): %s", path,
-                    ", ".join(ignored))
-    return out
+                    listed(ignored, ignored_count))
+    return out, factories
+
+
+def _refuse_remote(provider: Pending) -> None:
+    """A ``file://HOST/…`` URL names a file of another host, which msgcap cannot read (a local
+    file of the same path would be another file)."""
+    value = provider.value.strip()
+    scheme = _SCHEME.match(value)
+    if not scheme or scheme.group(1).lower() != "file":
+        return
+    host = urlsplit(value).hostname
+    if host and host.lower() != "localhost":
+        raise PropertyError(f"file://{host}/… names a file on host {host}: msgcap reads a "
+                            "local JNDI file only (file:/PATH, file:///PATH or "
+                            "file://localhost/PATH)", prop=PROVIDER_URL,
+                            file=provider.entry.file, line=provider.entry.line)
 
 
 class _Qpid:
     """Qpid JMS JNDI entries resolved into msgcap's properties."""
 
     def __init__(self, items: Mapping[str, Pending], entries: dict[str, Pending],
-                 file: str) -> None:
+                 factories: set[str], file: str, unset: list[UnsetVariable]) -> None:
         self.items, self.entries, self.file = items, entries, file
+        self.factories = sorted(factories)  # every connectionfactory.NAME key, for messages
+        self.unset = unset
         self.out: dict[str, Pending] = {}
 
     def resolve(self) -> Resolved:
@@ -234,7 +297,7 @@ class _Qpid:
         """``jms.connectionFactory=NAME`` → jms.url and the URL's options; the line to say
         instead of ``jms.url: required`` when there is none."""
         named = self.items.get(CONNECTION_FACTORY)
-        factories = sorted(k for k in self.entries if k.startswith("connectionfactory."))
+        factories = self.factories
         if "jms.url" in self.items:
             if named is not None:
                 log.warning("%s: %s: jms.url is set too and wins: the connection factory is "
@@ -244,17 +307,33 @@ class _Qpid:
             if not factories:
                 return None
             return (f"{self.file}: {CONNECTION_FACTORY}: not set: name one of "
-                    f"{', '.join(k.partition('.')[2] for k in factories)} (or set jms.url)")
+                    f"{listed([k.partition('.')[2] for k in factories])} (or set jms.url)")
         key = f"connectionfactory.{named.value.strip()}"
         entry = self.entries.get(key)
         if entry is None:
-            have = f" (there are {', '.join(factories)})" if factories else ""
+            have = f" (there are {listed(factories)})" if factories else ""
             return (f"{named.entry.where}: {CONNECTION_FACTORY}: no {key} entry{have}: add it, "
                     f"or set jms.url ({URL_FORMS})")
         urls, options = _parse_connection(entry)
+        self.wait_for_env(entry, urls, options)
         self.out["jms.url"] = Pending("jms.url", entry.entry, ",".join(urls), via=key)
         self.options(entry, options)
         return None
+
+    def wait_for_env(self, entry: Pending, urls: list[str], options: dict[str, str]) -> None:
+        """An unset ``${NAME}`` in the factory's login or virtual host options waits for a
+        command that connects (the option is dropped; ``unset`` says it); anywhere else in the
+        URL it is the error now: the broker's address and options are read at load."""
+        mine = [u for u in self.unset if u.prop == entry.key and u.file == entry.entry.file]
+        for error in mine:
+            reference = f"${{{error.name}}}"
+            if any(reference in url for url in urls) or any(
+                    reference in value for option, value in options.items()
+                    if option not in _LOGIN_OPTIONS):
+                raise error
+        for option in _LOGIN_OPTIONS:
+            if any(f"${{{u.name}}}" in options.get(option, "") for u in mine):
+                del options[option]
 
     def options(self, entry: Pending, options: dict[str, str]) -> None:
         """The URL's options that are msgcap settings, unless the file sets them itself."""
@@ -287,7 +366,7 @@ class _Qpid:
         unused = sorted(option for option in options if option not in used)
         if unused:
             log.warning("%s: %s: URL options msgcap does not use: %s", entry.entry.where,
-                        entry.key, ", ".join(unused))
+                        entry.key, listed(unused))
 
 
 def _parse_connection(entry: Pending) -> tuple[list[str], dict[str, str]]:

@@ -37,6 +37,24 @@ JNDI_HEADS = ("connectionfactory", "connectionFactory", "queue", "topic")
 # Every ``java.naming.*`` property is the JNDI environment of a JMS provider (§8.2).
 JNDI_PREFIX = "java.naming."
 
+# What only a broker connection reads: the login, TLS files, virtual host, the JNDI
+# environment (its credentials) and the connection factories. An unset ``${NAME}`` in one is
+# an error of the commands that connect (run, send, check) only: the others (gendef, replay,
+# batch, status) work without the broker's credentials in their environment (props.loader).
+CONNECTION_KEYS = frozenset({"jms.user", "jms.password", "jms.vhost", "jms.ssl.ca",
+                             "jms.ssl.cert", "jms.ssl.key"})
+_JNDI_LOOKUP = ("java.naming.factory.initial", "java.naming.provider.url")  # resolved at load
+
+
+def is_connection_key(key: str) -> bool:
+    """A key whose unset ``${NAME}`` waits for a command that connects (CONNECTION_KEYS)."""
+    if key in CONNECTION_KEYS:
+        return True
+    if key.startswith(JNDI_PREFIX):
+        return key not in _JNDI_LOOKUP
+    return key.partition(".")[0] in ("connectionfactory", "connectionFactory")
+
+
 _OPTYPE_VALS = ("optype.insertval", "optype.updateval", "optype.deleteval")
 _TXIND_VALS = ("txind.beginval", "txind.middleval", "txind.endval", "txind.wholeval")
 _COMMON_ATTRS = ("optype", *_OPTYPE_VALS, "txind", *_TXIND_VALS, "timestamp", "timestamp.format",

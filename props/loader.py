@@ -1,7 +1,9 @@
 """Build a validated ``Settings`` from properties entries (properties.md §1–§12, §14).
 
 Steps: parse (javaprops) → reject ``xmlparser.*`` → drop ignored properties → map aliases to
-canonical keys → drop duplicates (last wins) → substitute ``${ENV}`` → resolve a Qpid JMS JNDI
+canonical keys → drop duplicates (last wins) → substitute ``${ENV}`` (an unset variable in a
+setting only a broker connection reads waits for a command that connects: ``JmsSettings.
+unset_env``) → resolve a Qpid JMS JNDI
 configuration (props.jndi) → classify every key (an unknown one is an error with a
 suggestion) → build each section, checking values.
 
@@ -20,7 +22,7 @@ from typing import Literal
 
 from props.errors import PropertyError
 from props.inputs import read_input
-from props.javaprops import Entry, parse_properties, substitute_env
+from props.javaprops import Entry, UnsetVariable, parse_properties, substitute_env
 from props.jndi import Resolved
 from props.jndi import resolve as resolve_jndi
 from props.keys import (
@@ -34,6 +36,7 @@ from props.keys import (
     RULE_ALIASES,
     RULE_ATTRS,
     SECTION_KEYS,
+    is_connection_key,
     is_rule_key,
 )
 from props.kinds import PROPERTIES, misplaced
@@ -55,7 +58,7 @@ from props.sections.report import report_heartbeat, report_http
 from props.sections.trail import trail_settings
 from props.sections.xml import declared_rules, xml_settings
 from props.settings import ParserType, Rule, Settings
-from props.text import quoted
+from props.text import listed, quoted
 
 # What other modules import from here, where it has always been.
 __all__ = [
@@ -92,16 +95,19 @@ def settings_from_text(text: str, file: str = "<string>",
     """Validate properties given as text (tests, embedded configurations); ``env`` defaults
     to ``os.environ``."""
     env = os.environ if env is None else env
-    items = _canonical_items(parse_properties(text, file), file, env)
-    jndi = resolve_jndi(items, file, env)
-    return _build(Reader({**items, **jndi.items}, file), jndi)
+    unset: list[UnsetVariable] = []
+    items = _canonical_items(parse_properties(text, file), file, env, unset)
+    jndi = resolve_jndi(items, file, env, unset)
+    return _build(Reader({**items, **jndi.items}, file, unset), jndi)
 
 
 # ---- collection -------------------------------------------------------------------------
 
-def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
-                     ) -> dict[str, Pending]:
-    """The entries by canonical key, the last of a key winning, ``${ENV}`` substituted."""
+def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str],
+                     unset: list[UnsetVariable]) -> dict[str, Pending]:
+    """The entries by canonical key, the last of a key winning, ``${ENV}`` substituted. An
+    unset variable of a connection setting (``is_connection_key``) goes to ``unset``: the
+    setting is left out, or kept as written for a connection factory (``props.jndi``)."""
     items: dict[str, Pending] = {}
     for entry in entries:
         key = entry.key
@@ -116,9 +122,14 @@ def _canonical_items(entries: list[Entry], file: str, env: Mapping[str, str]
             log.warning("%s:%d: %s is set again; line %d wins over line %d", file,
                         entry.line, canonical, entry.line, previous.entry.line)
         items[canonical] = Pending(canonical, entry, entry.value)
-    for pending in items.values():
-        pending.value = substitute_env(pending.value, env, prop=pending.key,
-                                       file=file, line=pending.entry.line)
+    for key, pending in list(items.items()):
+        waiting: list[UnsetVariable] | None = [] if is_connection_key(key) else None
+        pending.value = substitute_env(pending.value, env, prop=key, file=file,
+                                       line=pending.entry.line, unset=waiting)
+        if waiting:
+            unset += waiting
+            if not key.lower().startswith("connectionfactory."):
+                del items[key]
     return items
 
 
@@ -160,7 +171,7 @@ def _classify(r: Reader, rules: dict[str, Rule], parser_type: str) -> None:
     for section, keys in ignored.items():
         what = "XML rule" if section == "xml" else f"{section}.*"
         log.warning("%s: %s properties are ignored because parser.type=%s: %s", r.file,
-                    what, parser_type, ", ".join(keys))
+                    what, parser_type, listed(keys))
 
 
 def _section_of(r: Reader, rules: dict[str, Rule], key: str, candidates: list[str]) -> str:

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from props.errors import PropertyError
 from props.expr import Const, Expr, parse_delim_value, parse_expr
-from props.javaprops import Entry
+from props.javaprops import Entry, UnsetVariable
 from props.text import quoted
 
 _Choice = TypeVar("_Choice", bound=str)  # one of a choice's values (a Literal type)
@@ -151,11 +151,19 @@ class Pending:
 
 
 class Reader:
-    """The canonical entries of one load, read key by key as checked values."""
+    """The canonical entries of one load, read key by key as checked values. ``unset``: the
+    unset variables of connection settings, which are left out of ``items`` (props.loader)."""
 
-    def __init__(self, items: dict[str, Pending], file: str) -> None:
+    def __init__(self, items: dict[str, Pending], file: str,
+                 unset: list[UnsetVariable] | None = None) -> None:
         self.items = items
         self.file = file
+        self.unset = unset or []
+
+    def waiting(self, key: str) -> bool:
+        """True when ``key`` is left out for an unset variable (read by the commands that
+        connect only)."""
+        return any(u.prop == key for u in self.unset)
 
     def line(self, key: str) -> int | None:
         pending = self.items.get(key)

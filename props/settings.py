@@ -285,6 +285,15 @@ class JmsSettings:
     # (file:line: property: reason), said instead of "jms.url: required" (props.jndi).
     url_missing: str | None = None
     provider: JvmProvider | None = None  # a JMS provider's own client (jms.url unset)
+    # The first unset ``${NAME}`` of a setting only a broker connection reads (file:line:
+    # property: environment variable NAME is not set); those settings are then left out.
+    unset_env: str | None = None
+
+    def require_env(self) -> None:
+        """For the commands that connect (run, send, check): every ``${NAME}`` of the
+        connection settings set, else the one line naming the first that is not."""
+        if self.unset_env is not None:
+            raise PropertyError(self.unset_env)
 
     def url_required(self, reason: str = URL_REQUIRED) -> PropertyError:
         """The error of a command that needs a broker and finds no ``jms.url``: the JNDI line

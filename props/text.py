@@ -15,6 +15,7 @@ import re
 
 VALUE_CHARS = 200  # one id, name or value inside a line
 LINE_CHARS = 2000  # a whole error or log line
+LISTED = 10  # names a line lists before "… and N more"
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -68,6 +69,18 @@ def name_text(name: str) -> str:
 def quoted(value: str | bytes, limit: int = VALUE_CHARS) -> str:
     """A value inside an error message: ``shown`` between single quotes."""
     return f"'{shown(value, limit)}'"
+
+
+def listed(names: list[str], total: int | None = None, limit: int = LISTED,
+           sep: str = ", ") -> str:
+    """The first ``limit`` of ``names``, separated by ``sep``, then ``… and N more`` when
+    there are more (``total``: how many there are, when ``names`` holds only the first): a
+    line names a bounded few of a million keys."""
+    total = len(names) if total is None else total
+    shown_names = names[:limit]
+    more = total - len(shown_names)
+    text = sep.join(shown_names)
+    return f"{text} … and {more:,} more" if more > 0 else text
 
 
 def redact_urls(text: str) -> str:

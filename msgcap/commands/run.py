@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from props.loader import load_settings
 
     settings = load_settings(args.prop)
+    settings.jms.require_env()  # the connection settings' ${NAME}, unset: one line
     configure_logging(settings, command="msgcap run", log_to_file=True)
     if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):
         logging.getLogger("stomp.py").setLevel(logging.ERROR)

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from props.loader import load_settings
 
     settings = load_settings(args.prop)
+    settings.jms.require_env()  # the connection settings' ${NAME}, unset: one line
     configure_logging(settings, command="msgcap send", log_to_file=False)
     if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):
         # stomp.py logs each failed attempt itself; the one error line below says it all

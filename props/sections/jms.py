@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from props.keys import JNDI_HEADS, JNDI_PREFIX
 from props.reader import UNSIGNED, Reader, path_problem, split_host_port, split_list
 from props.settings import URL_FORMS, IdKind, JmsSettings, JvmProvider
-from props.text import quoted
+from props.text import listed, quoted
 
 if TYPE_CHECKING:
     from props.jndi import Resolved
@@ -55,9 +55,9 @@ def jms_settings(r: Reader, jndi: Resolved | None = None) -> JmsSettings:
     elif any(not u.startswith("dir:") for u in urls):
         raise r.error("jms.url", "a broker source needs jms.destination")
     ssl_cert, ssl_key = r.path("jms.ssl.cert"), r.path("jms.ssl.key")
-    if ssl_cert and not ssl_key:
+    if ssl_cert and not ssl_key and not r.waiting("jms.ssl.key"):
         raise r.error("jms.ssl.cert", "requires jms.ssl.key")
-    if ssl_key and not ssl_cert:
+    if ssl_key and not ssl_cert and not r.waiting("jms.ssl.cert"):
         raise r.error("jms.ssl.key", "requires jms.ssl.cert")
     id_text, id_kind = _jms_id(r)
     records = r.integer("jms.report.records", None, 1)
@@ -77,7 +77,7 @@ def jms_settings(r: Reader, jndi: Resolved | None = None) -> JmsSettings:
         report_time=r.duration("jms.report.time"), report_records=records,
         spool_minage=r.duration("jms.spool.minage") or _JMS.spool_minage,
         maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
-        url_missing=url_missing,
+        url_missing=url_missing, unset_env=_unset_env(r),
     )
 
 
@@ -88,7 +88,7 @@ def _jvm_settings(r: Reader) -> JmsSettings:
     if unused:
         log.warning("%s: ignored: %s: a JMS provider's own client sets these its own way "
                     "(its JNDI entries, URL options and jvm.bootoptions)", r.file,
-                    ", ".join(unused))
+                    listed(unused))
     if r.text("jms.ack") == "client-individual":
         raise r.error("jms.ack", "client-individual is not on a JMS provider's own client: "
                       "JMS acknowledges every message the session received at once")
@@ -121,8 +121,14 @@ def _jvm_settings(r: Reader) -> JmsSettings:
         report_time=r.duration("jms.report.time"),
         report_records=r.integer("jms.report.records", None, 1),
         maxbytes=r.integer("jms.maxbytes", None, 1) or _JMS.maxbytes,
-        provider=provider,
+        provider=provider, unset_env=_unset_env(r),
     )
+
+
+def _unset_env(r: Reader) -> str | None:
+    """The line a command that connects says for the first unset variable of a connection
+    setting (the others never read those settings)."""
+    return str(r.unset[0]) if r.unset else None
 
 
 def _bootoptions(r: Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -149,7 +155,7 @@ def _bootoptions(r: Reader) -> tuple[tuple[str, ...], tuple[str, ...]]:
                if not os.path.exists(e[:-2] if e.endswith(("/*", os.sep + "*")) else e)]
     if missing:
         log.warning("%s: jvm.bootoptions: class path entries that do not exist: %s", r.file,
-                    ", ".join(missing))
+                    listed(missing))
     return tuple(classpath), tuple(options)
 
 

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,73 @@ def test_a_broker_that_cannot_be_reached_is_a_problem(home: Home) -> None:
               f"jms.url=stomp://127.0.0.1:{port}\njms.destination=/queue/q")
     [line] = errors(home.check())
     assert f"stomp://127.0.0.1:{port}" in line and "cannot connect" in line, line
+
+
+# ---- issue 35: a failover list of stalled brokers answers in a bounded time ---------------------
+
+class Stalled:
+    """Loopback ports that accept connections and never answer (a broker that hangs): how
+    many connections are open at once, at most, tells whether they were tried together."""
+
+    def __init__(self, count: int) -> None:
+        self.listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
+        self.ports = [s.getsockname()[1] for s in self.listeners]
+        self.lock = threading.Lock()
+        self.open = self.most = 0
+        for listener in self.listeners:
+            threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
+
+    def _hold(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.open += 1
+            self.most = max(self.most, self.open)
+        with conn:
+            while conn.recv(4096):
+                pass
+        with self.lock:
+            self.open -= 1
+
+    def close(self) -> None:
+        for listener in self.listeners:
+            listener.close()
+
+
+def test_a_failover_list_is_probed_at_once(home: Home) -> None:
+    peers = Stalled(4)
+    urls = [f"amqp://127.0.0.1:{port}" for port in peers.ports]
+    try:
+        home.edit("jms.url=dir:dirspool", f"jms.url={','.join(urls)}\njms.destination=q")
+        [line] = errors(home.check())
+    finally:
+        peers.close()
+    assert peers.most >= 4  # one after the other, never more than one (and a moment's second)
+    assert line == (f"msgcap check: error: {','.join(urls)}: "
+                    + "; ".join(f"cannot connect to {url}: no open frame in 10 s" for url in urls))
+
+
+def test_entries_not_reached_within_the_deadline_are_named(tmp_path: Path) -> None:
+    from msgcap.check import probe_entries
+    from props.errors import SourceError
+    from props.loader import settings_from_text
+
+    peers = Stalled(4)
+    urls = [f"amqp://127.0.0.1:{port}" for port in peers.ports]
+    settings = settings_from_text("parser.type=delim\ndelim.sourcedefs=x.def\ndelim.header=optype\n"
+                                  f"jms.url={','.join(urls)}\njms.destination=q\n", "t.properties",
+                                  {})
+    try:  # two at a time, each given up after 10 s: the last two are not reached in 15 s
+        with pytest.raises(SourceError) as info:
+            probe_entries(settings, at_once=2, deadline=15)
+    finally:
+        peers.close()
+    assert str(info.value) == (
+        f"{','.join(urls)}: cannot connect to {urls[0]}: no open frame in 10 s; cannot connect "
+        f"to {urls[1]}: no open frame in 10 s; not reached within 15 s: {urls[2]}, {urls[3]}")

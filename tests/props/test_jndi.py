@@ -312,3 +312,70 @@ def test_check_and_gendef_read_a_qpid_jndi_configuration(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "source jndi:tcp://***@mq1:61616: not contacted (--no-connect)" in done.stdout
     assert SECRET not in done.stdout + done.stderr
+
+
+# ---- issue 35: unset variables of the login, large JNDI files, other hosts' files --------------
+
+def test_an_unset_password_in_the_factory_s_options_waits_for_a_connection():
+    jms = load(QPID + "connectionfactory.cf=amqp://a?jms.username=${MQ_USER}&jms.password="
+               "${MQ_PASSWORD}\njms.connectionFactory=cf\njms.destination=q\n").jms
+    assert jms.url == ("amqp://a:5672",) and (jms.user, jms.password) == (None, None)
+    assert jms.unset_env == (f"{FILE}:5: connectionfactory.cf: environment variable MQ_USER "
+                             "is not set")
+
+
+def test_an_unset_variable_in_the_factory_s_address_is_refused_at_once():
+    assert fail("connectionfactory.cf=amqp://${MQ_HOST}:5672?jms.password=${MQ_PASSWORD}\n"
+                "jms.connectionFactory=cf\njms.destination=q\n") == (
+        f"{FILE}:4: connectionfactory.cf: environment variable MQ_HOST is not set")
+
+
+def test_an_unset_password_in_the_provider_file_waits_for_a_connection(home):
+    (home / "dirprm" / "jndi.properties").write_text(
+        JNDI_FILE.replace(f"jms.password={SECRET}", "jms.password=${MQ_PASSWORD}"))
+    jms = load_home(home, "jndi.properties").jms
+    assert jms.url == ("amqp://mq1:5672",) and jms.password is None
+    assert jms.unset_env == (f"{home}/dirprm/jndi.properties:2: connectionfactory.myCF: "
+                             "environment variable MQ_PASSWORD is not set")
+
+
+def test_a_large_provider_file_is_named_by_a_few_of_its_keys(home, caplog):
+    keys = "".join(f"other.key{n} = value{n}\n" for n in range(25))
+    factories = "".join(f"connectionfactory.cf{n:02} = amqp://mq{n}\n" for n in range(25))
+    (home / "dirprm" / "jndi.properties").write_text(JNDI_FILE + keys + factories)
+    with caplog.at_level(logging.WARNING, logger="msgcap.props"):
+        jms = load_home(home, "jndi.properties").jms
+    assert jms.url == ("amqp://mq1:5672",) and jms.password == SECRET
+    [warning] = warnings(caplog)
+    assert warning == (f"{home}/dirprm/jndi.properties: ignored (not a Qpid JMS JNDI entry "
+                       "msgcap reads): " + ", ".join(f"other.key{n} (line {n + 4})"
+                                                     for n in range(10)) + " … and 15 more")
+    jms = load_home(home, "jndi.properties", "jms.connectionFactory=none\n").jms
+    assert str(jms.url_required()).endswith(
+        "(there are connectionfactory.cf00, connectionfactory.cf01, connectionfactory.cf02, "
+        "connectionfactory.cf03, connectionfactory.cf04, connectionfactory.cf05, "
+        "connectionfactory.cf06, connectionfactory.cf07, connectionfactory.cf08, "
+        "connectionfactory.cf09 … and 16 more): add it, or set jms.url (stomp://host:port, "
+        "stomp+ssl://host:port, amqp://host:port, amqps://host:port or dir:PATH)")
+
+
+@pytest.mark.parametrize("host", ["otherhost", "10.1.2.3"])
+def test_a_file_url_of_another_host_is_refused(home, host):
+    jms = load_home(home, f"file://{host}{home}/dirprm/jndi.properties").jms
+    assert jms.url == ()
+    assert str(jms.url_required()) == (
+        f"{home}/dirprm/jmsvam.properties:4: java.naming.provider.url: file://{host}/… names "
+        f"a file on host {host}: msgcap reads a local JNDI file only (file:/PATH, file:///PATH "
+        "or file://localhost/PATH)")
+
+
+def test_a_file_url_of_localhost_is_read(home):
+    jms = load_home(home, f"file://localhost{home}/dirprm/jndi.properties").jms
+    assert jms.url == ("amqp://mq1:5672",)
+
+
+def test_an_unset_variable_of_an_entry_set_again_is_forgotten(home):
+    (home / "dirprm" / "jndi.properties").write_text(
+        "connectionfactory.myCF = amqp://mq1?jms.password=${MQ_PASSWORD}\n" + JNDI_FILE)
+    jms = load_home(home, "jndi.properties").jms
+    assert jms.password == SECRET and jms.unset_env is None

@@ -177,8 +177,11 @@ def test_the_environment_takes_env_substitution():
     provider = settings_from_text(text, FILE, {"MQ_SECRET": SECRET}).jms.provider
     assert provider is not None
     assert dict(provider.environment)["java.naming.security.credentials"] == SECRET
+    jms = settings_from_text(text, FILE, {}).jms  # unset: an error of the commands that connect
+    assert jms.provider is not None
+    assert "java.naming.security.credentials" not in dict(jms.provider.environment)
     with pytest.raises(PropertyError) as info:
-        settings_from_text(text, FILE, {})
+        jms.require_env()
     assert str(info.value) == (f"{FILE}:8: java.naming.security.credentials: environment "
                                "variable MQ_SECRET is not set")
 

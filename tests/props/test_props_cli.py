@@ -45,7 +45,15 @@ def test_secret_not_echoed_on_errors(tmp_path):
 
 
 def test_unset_env_names_variable(tmp_path):
-    result = run_replay(tmp_path, BASE + "jms.user=${MQ_USER}\n")
+    result = run_replay(tmp_path, BASE + "trail.extract=${MQ_USER}\n")
     assert result.returncode == 2
     assert result.stderr.strip().endswith(
-        "bad.properties:4: jms.user: environment variable MQ_USER is not set")
+        "bad.properties:4: trail.extract: environment variable MQ_USER is not set")
+
+
+def test_a_loader_warning_carries_the_warning_tag(tmp_path):
+    """(issue 35) as every other warning of the command does, on stderr."""
+    result = run_replay(tmp_path, BASE + "trail.sync=batch\ntrail.sync=none\n")
+    lines = result.stderr.splitlines()
+    assert ("msgcap replay: WARNING: bad.properties:5: trail.sync is set again; line 5 wins over "
+            "line 4") in lines, result.stderr

@@ -57,8 +57,10 @@ def test_fixed_copybook():
 
 
 def test_fixed_copybook_needs_its_env_vars():
+    jms = example("fixed_copybook.properties", {"MQ_USER": "u"}).jms  # said when connecting
+    assert jms.user == "u" and jms.password is None
     with pytest.raises(PropertyError) as err:
-        example("fixed_copybook.properties", {"MQ_USER": "u"})
+        jms.require_env()
     assert str(err.value) == (f"{EXAMPLES / 'fixed_copybook.properties'}:6: jms.password: "
                               "environment variable MQ_PASSWORD is not set")
 

@@ -191,8 +191,29 @@ def test_env_substitution_in_any_value():
 
 
 def test_unset_env_names_variable_file_and_line():
-    assert fail(DELIM + "jms.user=${MQ_USER}\n") == (
-        f"{FILE}:4: jms.user: environment variable MQ_USER is not set")
+    assert fail(DELIM + "trail.extract=${EXTRACT}\n") == (
+        f"{FILE}:4: trail.extract: environment variable EXTRACT is not set")
+
+
+@pytest.mark.parametrize("key", ["jms.user", "jms.password", "jms.vhost", "jms.ssl.ca",
+                                 "java.naming.security.credentials"])
+def test_an_unset_variable_of_a_connection_setting_waits_for_a_connection(key):
+    jms = load(DELIM + f"jms.url=stomp://mq1:61613\njms.destination=q\n{key}=${{MQ_X}}\n").jms
+    assert (jms.user, jms.password, jms.vhost, jms.ssl_ca) == (None, None, "/", None)
+    with pytest.raises(PropertyError) as info:
+        jms.require_env()
+    assert str(info.value) == f"{FILE}:6: {key}: environment variable MQ_X is not set"
+
+
+def test_a_tls_pair_with_one_unset_variable_waits_too():
+    jms = load(DELIM + "jms.ssl.cert=c.pem\njms.ssl.key=${KEY_FILE}\n").jms
+    assert str(jms.unset_env) == f"{FILE}:5: jms.ssl.key: environment variable KEY_FILE is not set"
+    assert fail(DELIM + "jms.ssl.cert=c.pem\n") == f"{FILE}:4: jms.ssl.cert: requires jms.ssl.key"
+
+
+def test_a_connection_setting_s_bad_reference_is_still_refused_at_once():
+    assert fail(DELIM + "jms.password=${MQ_PASSWORD\n") == (
+        f"{FILE}:4: jms.password: unterminated ${{ (write $${{ for a literal ${{)")
 
 
 def test_dollar_escape():
