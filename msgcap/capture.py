@@ -24,7 +24,9 @@ This loop adds what only a live source needs:
   message for that long (demos, tests), connected or not: time spent reconnecting counts (a
   broker that cannot be reached must not keep a run alive) — but never inside a transaction:
   then it says, every
-  ``WAIT_REPORT_SECONDS``, which transaction it is waiting for.
+  ``WAIT_REPORT_SECONDS``, which transaction it is waiting for. A run whose source never
+  connected, or whose last failure no retry cures (``Source.cannot_be_idle``), does not end as
+  idle: it stops with a ``SourceError`` saying so.
 * **Retention** (``trail.purge.*``): after a checkpoint in a newer file than the last purge's
   (a rollover), old trail files are purged (``Retention``), after the group is acknowledged.
 * **Status**: after each durable group the pipeline's statistics learn the durable position
@@ -178,8 +180,7 @@ class Capture:
                         break
                 elif self.max_idle is not None and now - last_message >= self.max_idle:
                     if open_tx is None:
-                        log.info("no message for %.1f s%s: stopping", self.max_idle,
-                                 "" if source.connected else " (not connected to the source)")
+                        self._idle(self.max_idle)
                         break
                     if waiting_said is None or now - waiting_said >= WAIT_REPORT_SECONDS:
                         waiting_said = now
@@ -229,6 +230,18 @@ class Capture:
             raise
         finally:
             self.capturing = False
+
+    def _idle(self, max_idle: float) -> None:
+        """``--max-idle`` is up: stop, unless the source never connected or failed for a reason
+        no retry cures (a queue not looked at is not known to be quiet): then a
+        ``SourceError``."""
+        source = self.source
+        unknown = source.cannot_be_idle()
+        if unknown is not None:
+            raise SourceError(f"no message for {max_idle:.1f} s (--max-idle), but {unknown}",
+                              url=source.url)
+        log.info("no message for %.1f s%s: stopping", max_idle,
+                 "" if source.connected else " (not connected to the source)")
 
     def _many(self, messages: list[Message]) -> None:
         """The messages the source had ready at once through the pipeline, ids and parsing

@@ -177,6 +177,7 @@ def broker_of(properties: dict[Any, Any] | None) -> Broker:
 
 
 NOT_FOUND = "amqp:not-found"  # the error condition of an attach to a node that does not exist
+UNAUTHORIZED = "amqp:unauthorized-access"  # a refused login, virtual host or permission
 
 # Terminus durability (AMQP 1.0 §3.5.5): none, configuration, unsettled-state.
 NOT_DURABLE, DURABLE_CONFIGURATION, DURABLE_DELIVERIES = 0, 1, 2
@@ -254,10 +255,6 @@ def options_for(endpoints: Sequence[Endpoint], *, user: str | None, password: st
                    mechanisms=mechanisms_for(sasl_mechanisms, user=user, client_cert=ssl_cert))
 
 
-class Refused(Exception):
-    """A failure no retry cures: a refused login or certificate (the words say which)."""
-
-
 class LinkRefused(ConnectFailed):
     """The broker refused an attach with an error (a queue declared with other arguments, an
     address that does not exist, no permission): for the capture's own receiver no retry
@@ -326,7 +323,8 @@ class Connection:
         self.endpoint, self.options, self.epoch, self.max_bytes = endpoint, options, epoch, max_bytes
         self.arrived: list[Any] = []
         self.failure: str | None = None  # why the connection (or an attach) ended, in words
-        self.refused: str | None = None  # a login or certificate refused: no retry cures it
+        # a login, virtual host or certificate refused: no retry cures it
+        self.refused: str | None = None
         # the error the broker closed a link or session with (an attach it refused: a queue
         # declared otherwise, an address that does not exist, no permission), and its condition
         self.link_refusal: str | None = None
@@ -370,7 +368,14 @@ class Connection:
 
     def on_connection_remote_close(self, event: Any) -> None:
         self.ended = True
-        self._ended(_condition_text(event.connection.remote_condition) or BROKER_CLOSED)
+        condition = event.connection.remote_condition
+        text = _condition_text(condition)
+        if condition is not None and condition.name == UNAUTHORIZED and not self.receiver:
+            # RabbitMQ 3.x: a virtual host that does not exist, or one the user may not use
+            vhost = (f" (jms.vhost={self.options.vhost}: does it exist, and may the user use "
+                     "it?)" if self.options.vhost != "/" else "")
+            self.refused = f"the broker refused access: {text}{vhost}"
+        self._ended(text or BROKER_CLOSED)
 
     def on_session_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.session.remote_condition)
@@ -390,7 +395,7 @@ class Connection:
         condition = event.transport.condition
         name = condition.name if condition is not None else ""
         text = _condition_text(condition)
-        if name == "amqp:unauthorized-access":
+        if name == UNAUTHORIZED:
             self.refused = f"the broker refused the login (SASL {self.options.mechanisms}): {text}"
         elif name == "proton:io" or not self.opened:
             text = unreachable(self.endpoint.host, self.endpoint.port, OPEN_TIMEOUT) or text
@@ -537,8 +542,8 @@ class Connection:
                     sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), seconds)
 
     def open(self) -> Broker:
-        """Wait for the broker's open frame: the broker it names. ``Refused`` for a login or
-        certificate no retry cures, ``ConnectFailed`` otherwise."""
+        """Wait for the broker's open frame: the broker it names. ``ConnectFailed``, permanent
+        for a login, virtual host, certificate or port without TLS no retry cures."""
         if not self.wait_for(lambda: self.opened, OPEN_TIMEOUT):
             self._failed_open()
         return broker_of(self.conn.remote_properties)
@@ -547,16 +552,14 @@ class Connection:
         why = self.failure or f"no open frame in {OPEN_TIMEOUT:.0f} s"
         self.close()
         if self.refused is not None:
-            raise Refused(self.refused)
+            raise ConnectFailed(self.refused, permanent=True)
         if self.endpoint.tls and self.options.tls is not None:
             problem = diagnose(self.endpoint.host, self.endpoint.port, self.options.tls,
-                               url=self.endpoint.url)
+                               url=self.endpoint.url, speaks_plain=_speaks_amqp)
             if problem is None and VERIFY_FAILED in why:
-                raise Refused(proton_refusal(self.endpoint.host, why))
+                raise ConnectFailed(proton_refusal(self.endpoint.host, why), permanent=True)
             if problem is not None:
-                if problem.permanent:
-                    raise Refused(problem.reason)
-                why = problem.reason
+                raise ConnectFailed(problem.reason, permanent=problem.permanent)
         raise ConnectFailed(why)
 
     def attach_receiver(self, node: Node, *, name: str, selector: str | None) -> Any:
@@ -591,6 +594,8 @@ class Connection:
 
         remote = ProtonEndpoint.REMOTE_UNINIT
         answered = self.wait_for(lambda: not (link.state & remote), OPEN_TIMEOUT)
+        if self.refused is not None:  # the connection closed: access refused
+            raise ConnectFailed(self.refused, subscribing=True, permanent=True)
         if not answered and self.link_refusal is None:
             raise ConnectFailed(self.failure or f"no answer to the attach in {OPEN_TIMEOUT:.0f} s",
                                 subscribing=True)
@@ -672,6 +677,12 @@ def _terminus(terminus: Any, node: Node) -> None:
     terminus.durability = node.durability
 
 
+def _speaks_amqp(sock: socket.socket) -> bool:
+    """Whether the socket answers a plain AMQP protocol header with one (AMQP 1.0 §2.2)."""
+    sock.sendall(b"AMQP\x00\x01\x00\x00")
+    return sock.recv(4) == b"AMQP"
+
+
 def _condition_text(condition: Any) -> str:
     """An AMQP error condition in words (its description, else its name)."""
     if condition is None:
@@ -741,12 +752,9 @@ class AmqpSource(BrokerSource):
 
     def _open(self, endpoint: Endpoint, epoch: int, options: Options) -> tuple[Connection,
                                                                               Broker]:
-        """Connect and log in; ``SourceError`` for a refusal no retry cures."""
+        """Connect and log in; ``ConnectFailed`` (permanent for a refusal no retry cures)."""
         conn = Connection(endpoint, options, epoch=epoch, max_bytes=self.max_bytes)
-        try:
-            return conn, conn.open()
-        except Refused as exc:
-            raise SourceError(str(exc), url=endpoint.url) from None
+        return conn, conn.open()
 
     def _connect(self, endpoint: Endpoint, epoch: int) -> str:
         """Open, log in, check what the broker can do, attach the receiver and give it
@@ -917,12 +925,16 @@ class AmqpProbe(AmqpSource):
             try:
                 conn, broker = self._open(endpoint, 0, self.options)
             except ConnectFailed as exc:
+                if exc.permanent:
+                    raise SourceError(exc.why, url=endpoint.url) from None
                 failures.append(f"cannot connect to {endpoint.url}: {exc.why}")
                 continue
             try:
                 looked = self._look(conn, broker, endpoint)
                 return f"{endpoint.url}: connected to {broker.name}, {looked}"
             except ConnectFailed as exc:
+                if exc.permanent:
+                    raise SourceError(exc.why, url=endpoint.url) from None
                 failures.append(f"cannot subscribe at {endpoint.url}: {exc.why}")
             finally:
                 conn.close()
