@@ -46,7 +46,8 @@ dead letters.
   ``HEADER_BYTES`` bytes are kept, the rest counted and dropped, and it is ``Unreadable`` with
   the headers it holds and an empty body (``oversized_of``); a body over the limit in a smaller
   transfer is the same.
-* Failures: a refused login (SASL) or certificate stops capture with one line; anything else
+* Failures: a refused login (SASL), virtual host or certificate, or a port without TLS, is a
+  failure no retry cures (``ConnectFailed`` ``permanent``: the core's policy); anything else
   (refused connection, lost connection, a detached link) is retried by the core, also a
   connection lost while a dead letter waits for its outcome (``ConnectionLost`` from
   ``_publish``: the core reconnects and the original comes again). After a failed

@@ -37,8 +37,9 @@ letters) is the broker core's (``msgcap.sources.broker``); this module speaks ST
   reconnection stay stomp.py's): frames are found by offset in what was read, a MESSAGE becomes a
   ``Message`` without a ``Frame``, any other frame goes through stomp.py's own ``process_frame``.
 * TLS (``stomp+ssl``): a certificate the broker or we refuse (unknown CA, expired, host name
-  mismatch, client certificate missing or refused) stops capture like an ERROR frame: no retry
-  can cure it. ``msgcap.sources.tls`` finds out which it is.
+  mismatch, client certificate missing or refused), or a port that does not speak TLS, is a
+  failure no retry cures, like an ERROR frame at CONNECT (``ConnectFailed`` ``permanent``: the
+  core's policy). ``msgcap.sources.tls`` finds out which it is.
 """
 
 from __future__ import annotations
