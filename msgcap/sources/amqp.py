@@ -832,11 +832,21 @@ class AmqpSource(BrokerSource):
                 "away would be lost): bind a durable queue to amq.topic with routing key "
                 f"{name} and set jms.destination=/queue/QUEUE, or use STOMP",
                 prop="jms.destination")
-        if self.selector and broker.rabbitmq3:
+        if self.id_mode.strip().lower() == "activemq" and broker.product.lower() != "activemq":
+            raise PropertyError(f"{broker.name} at {endpoint.url} does not give ActiveMQ "
+                                "Classic's message ids (ID:host-port-start-instance:conn:"
+                                "session:producer:seq), so every message would be a message "
+                                "error: use jms.id=time, ogg, a header the producer sets "
+                                "(JMSMessageID: the AMQP message-id) or module:function",
+                                prop="jms.id")
+        if self.selector and broker.product == "RabbitMQ":
             raise PropertyError(f"{broker.name} at {endpoint.url} does not apply JMS selectors "
-                                "over AMQP 1.0 (it would deliver every message); remove "
-                                "jms.selector or use a broker that does (RabbitMQ 4, Artemis, "
-                                "IBM MQ, Solace, Qpid)", prop="jms.selector")
+                                "over AMQP 1.0 (it would deliver every message); RabbitMQ "
+                                "applies no JMS selectors to queues, in 3.x or 4.x (its AMQP "
+                                "filter expressions, from 4.1, apply to streams only): remove "
+                                "jms.selector, have only the wanted messages routed to the "
+                                "queue, or use a broker that applies them (Artemis, IBM MQ, "
+                                "Solace, Qpid)", prop="jms.selector")
 
     def _disconnect(self) -> None:
         conn, self._conn = self._conn, None
