@@ -277,8 +277,8 @@ def test_after_a_connection_worked_a_failure_no_retry_cures_is_retried_as_an_err
     wire.receive_many(0)  # the attempt: refused, retried later
     assert wire.connection.state == DISCONNECTED
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert errors == ["cannot connect to mem://a: the broker refused the login; retrying in "
-                      "0.0 s (no retry cures this unless the broker or the properties change)"]
+    assert errors == [("cannot connect to mem://a: the broker refused the login; retrying in "
+                      "0.0 s (no retry cures this unless the broker or the properties change)")]
     assert wire.cannot_be_idle() == ("not connected to the source, for a reason no retry "
                                      "cures: the broker refused the login")
     wire.refusing_for_good.clear()
