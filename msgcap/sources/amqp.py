@@ -98,9 +98,25 @@ from msgcap.sources.amqp_messages import amqp_message, message_of, oversized_of 
 import proton
 
 log = logging.getLogger("msgcap.source")
-# proton logs a reset as ERROR lines of its own ("Couldn't recv: ConnectionResetError"); msgcap
-# says what happened to the connection itself, in one line
-logging.getLogger("proton").setLevel(logging.CRITICAL)
+_pumping = threading.local()  # ``url``: the connection this thread is driving (``pump``)
+
+
+class _ProtonLines(logging.Filter):
+    """proton logs what befalls a connection as ERROR lines of its own that name no broker
+    ("Couldn't recv: ConnectionResetError(...)", a transport's error condition), also for a
+    disconnect msgcap retries. msgcap says what happened to the connection itself, with the URL
+    (a WARNING when it is retried, one line when it stops the run): proton's lines are said
+    again under ``msgcap.source`` at DEBUG, with the URL of the connection the thread is
+    driving, and dropped from proton's logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        url = getattr(_pumping, "url", None) or "AMQP 1.0"
+        log.debug("%s: python-qpid-proton: %s", url, record.getMessage())
+        return False
+
+
+logging.getLogger("proton").setLevel(logging.WARNING)  # (its INFO and DEBUG lines: none)
+logging.getLogger("proton").addFilter(_ProtonLines())
 
 PORTS = {"amqp": 5672, "amqps": 5671}
 OPEN_TIMEOUT = 10.0  # connection, login and attach
@@ -477,11 +493,14 @@ class Connection:
             if container is None:
                 return
             container.timeout = timeout
+            _pumping.url = self.endpoint.url
             try:
                 container.process()
             except OSError as exc:  # resolving the host name, opening the socket
                 self.ended = True
                 self._ended(failure_words(exc))
+            finally:
+                _pumping.url = None
             self.pumped = time.monotonic()
 
     def take_arrived(self) -> list[Any]:
@@ -657,10 +676,12 @@ class Connection:
                 transport.close_tail()
                 transport.close_head()
             container.timeout = 0
+            _pumping.url = self.endpoint.url
             container.process()
         except Exception as exc:  # noqa: BLE001 - best effort on a connection we are leaving
-            log.debug("closing the AMQP connection failed: %s", exc)
+            log.debug("%s: closing the AMQP connection failed: %s", self.endpoint.url, exc)
         finally:
+            _pumping.url = None
             self.container = None
             container.stop_events()
 
