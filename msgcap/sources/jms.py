@@ -183,6 +183,9 @@ class JmsSource(BrokerSource):
         if _caused_by(exc, SECURITY_EXCEPTIONS):
             return ConnectFailed(f"jms.user: the provider refused the login: {words}",
                                  permanent=True)
+        if _caused_by(exc, NOT_TLS_EXCEPTIONS) or "unrecognized SSL message" in words:
+            return ConnectFailed(f"TLS failed: the port does not speak TLS ({words}): use the "
+                                 "broker's TLS port, or a URL without TLS", permanent=True)
         if _caused_by(exc, TLS_EXCEPTIONS):
             return ConnectFailed(f"TLS failed: {words}", permanent=True)
         if name.endswith("InvalidDestinationException"):
@@ -396,9 +399,10 @@ SECURITY_EXCEPTIONS = frozenset({"javax.jms.JMSSecurityException",
                                  "java.lang.SecurityException"})
 
 
-# a TLS handshake that failed: a certificate refused, or a port without TLS ("Unsupported or
-# unrecognized SSL message")
+# a TLS handshake that failed (a certificate refused), and an answer that is no TLS at all (Qpid
+# JMS's Netty; the JDK's own engine says "Unsupported or unrecognized SSL message")
 TLS_EXCEPTIONS = frozenset({"javax.net.ssl.SSLHandshakeException"})
+NOT_TLS_EXCEPTIONS = frozenset({"io.netty.handler.ssl.NotSslRecordException"})
 
 
 def _caused_by(exc: Any, names: frozenset[str]) -> bool:
