@@ -16,7 +16,11 @@ retry; ``Lost`` in the inbox is a lost connection.
   subscribes and drops every connection gets the growing back-off, and the log says it once a
   minute with a count (``Tally``), not once per attempt. Reconnecting happens in later
   ``receive_many`` calls on the capture thread, once the back-off allows, so the capture loop
-  keeps control (``--max-idle``, reports) while the broker is away.
+  keeps control (``--max-idle``, reports) while the broker is away. A failure the adapter
+  classifies as ``permanent`` (a refused login or virtual host, TLS to a port without it) stops
+  a source that never connected (``SourceError``, one line naming the URL); after a connection
+  worked it is retried like any other, logged as an ERROR, and the source is not idle while it
+  lasts (``cannot_be_idle``: ``--max-idle`` must not take a queue not looked at for quiet).
 * Each connection has an epoch. What arrives (messages, ``Unreadable`` ones, ``Lost`` markers)
   goes into the ``Inbox`` in order; the capture takes all that is there at once
   (``receive_many``), which raises ``Redelivery`` for the loss of the current connection, after
