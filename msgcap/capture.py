@@ -24,7 +24,9 @@ This loop adds what only a live source needs:
   message for that long (demos, tests), connected or not: time spent reconnecting counts (a
   broker that cannot be reached must not keep a run alive) — but never inside a transaction:
   then it says, every
-  ``WAIT_REPORT_SECONDS``, which transaction it is waiting for.
+  ``WAIT_REPORT_SECONDS``, which transaction it is waiting for. A run whose source never
+  connected, or whose last failure no retry cures (``Source.cannot_be_idle``), does not end as
+  idle: it stops with a ``SourceError`` saying so.
 * **Retention** (``trail.purge.*``): after a checkpoint in a newer file than the last purge's
   (a rollover), old trail files are purged (``Retention``), after the group is acknowledged.
 * **Status**: after each durable group the pipeline's statistics learn the durable position
@@ -63,7 +65,7 @@ from msgcap.checkpoint import CheckpointFile, checkpoint_of
 from msgcap.dumps import entry_line, jsonl_message
 from msgcap.pipeline import Pipeline, Processed
 from msgcap.report import Reporter
-from msgcap.sources.base import Redelivery, Source, Unreadable
+from msgcap.sources.base import Redelivery, Source, Unreadable, duration_text
 from msgcap.summary import MAX_IDLE
 from parsers.model import Message
 from props.errors import MessageError, MsgcapError, SourceError
@@ -81,6 +83,7 @@ GROUP_TRANSACTIONS = 1000
 GROUP_SECONDS = 0.2
 POLL_SECONDS = 0.5
 WAIT_REPORT_SECONDS = 60.0  # while idle inside a transaction, say so this often
+DUPLICATE_SECONDS = 60.0  # duplicates skipped are counted and said this often
 SPILL_AT = 1000
 STREAM_AT = 1000  # records of an open transaction held in memory before a part is written
 
@@ -128,6 +131,7 @@ class Capture:
         # producer need not set a message-id) cannot be recognised, and is never skipped
         self._journaled: set[str] = set()
         self.spilled_messages = 0
+        self._duplicates = Duplicates(clock)
         pipeline.stream_at = stream_at
 
     @property
@@ -167,6 +171,7 @@ class Capture:
         self.capturing = True
         try:
             while True:
+                self._duplicates.say()
                 now = clock()
                 open_tx = pipeline.assembler.open_transaction
                 if self._stopping:
@@ -178,8 +183,7 @@ class Capture:
                         break
                 elif self.max_idle is not None and now - last_message >= self.max_idle:
                     if open_tx is None:
-                        log.info("no message for %.1f s%s: stopping", self.max_idle,
-                                 "" if source.connected else " (not connected to the source)")
+                        self._idle(self.max_idle)
                         break
                     if waiting_said is None or now - waiting_said >= WAIT_REPORT_SECONDS:
                         waiting_said = now
@@ -228,7 +232,20 @@ class Capture:
             self._flush_quietly()
             raise
         finally:
+            self._duplicates.say(final=True)
             self.capturing = False
+
+    def _idle(self, max_idle: float) -> None:
+        """``--max-idle`` is up: stop, unless the source never connected or failed for a reason
+        no retry cures (a queue not looked at is not known to be quiet): then a
+        ``SourceError``."""
+        source = self.source
+        unknown = source.cannot_be_idle()
+        if unknown is not None:
+            raise SourceError(f"no message for {max_idle:.1f} s (--max-idle), but {unknown}",
+                              url=source.url)
+        log.info("no message for %.1f s%s: stopping", max_idle,
+                 "" if source.connected else " (not connected to the source)")
 
     def _many(self, messages: list[Message]) -> None:
         """The messages the source had ready at once through the pipeline, ids and parsing
@@ -288,7 +305,7 @@ class Capture:
             (self._discarded if result.discarded is not None else self._done).append(message)
             released = True
         if result.duplicate:
-            log.warning("message %s: duplicate (already in the trail), skipped", message.name)
+            self._duplicates.add(message.name)
         elif result.discarded is not None:
             log.warning("discarded: %s", result.discarded)
         if self.pipeline.assembler.open_transaction is None:
@@ -464,6 +481,46 @@ class Capture:
         if self._spilled:
             self.recover_spill()
         log.debug("%s: unacknowledged messages will be redelivered", reason)
+
+
+class Duplicates:
+    """Messages skipped as already in the trail (§9.2: redelivered after a lost connection or a
+    crash, or sent again): a broker restart may redeliver thousands, so the first of a series
+    is named at INFO and then one WARNING per ``DUPLICATE_SECONDS`` says how many, the last
+    one named; what is counted when the run ends is said then. A series ends after an interval
+    without one."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 interval: float = DUPLICATE_SECONDS) -> None:
+        self._clock, self.interval = clock, interval
+        self._count = 0
+        self._since: float | None = None  # start of the interval counted; None: no series
+        self._last = ""
+
+    def add(self, name: str) -> None:
+        if self._since is None:
+            self._since = self._clock()
+            log.info("message %s: duplicate (already in the trail), skipped; duplicates are "
+                     "counted, one line a minute", name)
+        self._count += 1
+        self._last = name
+
+    def say(self, *, final: bool = False) -> None:
+        """The count, once the interval is over (``final``: now); the end of a series after
+        an interval without a duplicate."""
+        if self._since is None:
+            return
+        now = self._clock()
+        span = now - self._since
+        if span < self.interval and not final:
+            return
+        if not self._count:
+            self._since = None
+            return
+        log.warning("skipped %s duplicate%s (messages already in the trail) in the last %s, "
+                    "the last: %s", f"{self._count:,}", "" if self._count == 1 else "s",
+                    duration_text(span), self._last)
+        self._count, self._since = 0, (None if final else now)
 
 
 def _journal(path: str) -> Iterator[Message]:

@@ -222,7 +222,6 @@ def send_over_amqp(settings: Settings, messages: Iterable[Message]) -> tuple[int
         SEND_WINDOW,
         ConnectFailed,
         Connection,
-        Refused,
         node_of,
         options_for,
         parse_urls,
@@ -242,10 +241,10 @@ def send_over_amqp(settings: Settings, messages: Iterable[Message]) -> tuple[int
         conn = Connection(endpoint, options)
         try:
             sender = conn.sender(node_of(jms.destination, conn.open()))
-        except Refused as exc:
-            raise SourceError(str(exc), url=endpoint.url) from None
         except ConnectFailed as exc:
             conn.close()
+            if exc.permanent:
+                raise SourceError(exc.why, url=endpoint.url) from None
             errors.append(f"{endpoint.url}: {exc.why}")
             continue
         count = confirmed = 0

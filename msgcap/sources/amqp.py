@@ -46,7 +46,8 @@ dead letters.
   ``HEADER_BYTES`` bytes are kept, the rest counted and dropped, and it is ``Unreadable`` with
   the headers it holds and an empty body (``oversized_of``); a body over the limit in a smaller
   transfer is the same.
-* Failures: a refused login (SASL) or certificate stops capture with one line; anything else
+* Failures: a refused login (SASL), virtual host or certificate, or a port without TLS, is a
+  failure no retry cures (``ConnectFailed`` ``permanent``: the core's policy); anything else
   (refused connection, lost connection, a detached link) is retried by the core, also a
   connection lost while a dead letter waits for its outcome (``ConnectionLost`` from
   ``_publish``: the core reconnects and the original comes again). After a failed
@@ -97,9 +98,25 @@ from msgcap.sources.amqp_messages import amqp_message, message_of, oversized_of 
 import proton
 
 log = logging.getLogger("msgcap.source")
-# proton logs a reset as ERROR lines of its own ("Couldn't recv: ConnectionResetError"); msgcap
-# says what happened to the connection itself, in one line
-logging.getLogger("proton").setLevel(logging.CRITICAL)
+_pumping = threading.local()  # ``url``: the connection this thread is driving (``pump``)
+
+
+class _ProtonLines(logging.Filter):
+    """proton logs what befalls a connection as ERROR lines of its own that name no broker
+    ("Couldn't recv: ConnectionResetError(...)", a transport's error condition), also for a
+    disconnect msgcap retries. msgcap says what happened to the connection itself, with the URL
+    (a WARNING when it is retried, one line when it stops the run): proton's lines are said
+    again under ``msgcap.source`` at DEBUG, with the URL of the connection the thread is
+    driving, and dropped from proton's logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        url = getattr(_pumping, "url", None) or "AMQP 1.0"
+        log.debug("%s: python-qpid-proton: %s", url, record.getMessage())
+        return False
+
+
+logging.getLogger("proton").setLevel(logging.WARNING)  # (its INFO and DEBUG lines: none)
+logging.getLogger("proton").addFilter(_ProtonLines())
 
 PORTS = {"amqp": 5672, "amqps": 5671}
 OPEN_TIMEOUT = 10.0  # connection, login and attach
@@ -177,6 +194,7 @@ def broker_of(properties: dict[Any, Any] | None) -> Broker:
 
 
 NOT_FOUND = "amqp:not-found"  # the error condition of an attach to a node that does not exist
+UNAUTHORIZED = "amqp:unauthorized-access"  # a refused login, virtual host or permission
 
 # Terminus durability (AMQP 1.0 §3.5.5): none, configuration, unsettled-state.
 NOT_DURABLE, DURABLE_CONFIGURATION, DURABLE_DELIVERIES = 0, 1, 2
@@ -254,10 +272,6 @@ def options_for(endpoints: Sequence[Endpoint], *, user: str | None, password: st
                    mechanisms=mechanisms_for(sasl_mechanisms, user=user, client_cert=ssl_cert))
 
 
-class Refused(Exception):
-    """A failure no retry cures: a refused login or certificate (the words say which)."""
-
-
 class LinkRefused(ConnectFailed):
     """The broker refused an attach with an error (a queue declared with other arguments, an
     address that does not exist, no permission): for the capture's own receiver no retry
@@ -326,7 +340,8 @@ class Connection:
         self.endpoint, self.options, self.epoch, self.max_bytes = endpoint, options, epoch, max_bytes
         self.arrived: list[Any] = []
         self.failure: str | None = None  # why the connection (or an attach) ended, in words
-        self.refused: str | None = None  # a login or certificate refused: no retry cures it
+        # a login, virtual host or certificate refused: no retry cures it
+        self.refused: str | None = None
         # the error the broker closed a link or session with (an attach it refused: a queue
         # declared otherwise, an address that does not exist, no permission), and its condition
         self.link_refusal: str | None = None
@@ -370,7 +385,14 @@ class Connection:
 
     def on_connection_remote_close(self, event: Any) -> None:
         self.ended = True
-        self._ended(_condition_text(event.connection.remote_condition) or BROKER_CLOSED)
+        condition = event.connection.remote_condition
+        text = _condition_text(condition)
+        if condition is not None and condition.name == UNAUTHORIZED and not self.receiver:
+            # RabbitMQ 3.x: a virtual host that does not exist, or one the user may not use
+            vhost = (f" (jms.vhost={self.options.vhost}: does it exist, and may the user use "
+                     "it?)" if self.options.vhost != "/" else "")
+            self.refused = f"the broker refused access: {text}{vhost}"
+        self._ended(text or BROKER_CLOSED)
 
     def on_session_remote_close(self, event: Any) -> None:
         condition = _condition_text(event.session.remote_condition)
@@ -390,7 +412,7 @@ class Connection:
         condition = event.transport.condition
         name = condition.name if condition is not None else ""
         text = _condition_text(condition)
-        if name == "amqp:unauthorized-access":
+        if name == UNAUTHORIZED:
             self.refused = f"the broker refused the login (SASL {self.options.mechanisms}): {text}"
         elif name == "proton:io" or not self.opened:
             text = unreachable(self.endpoint.host, self.endpoint.port, OPEN_TIMEOUT) or text
@@ -471,11 +493,14 @@ class Connection:
             if container is None:
                 return
             container.timeout = timeout
+            _pumping.url = self.endpoint.url
             try:
                 container.process()
             except OSError as exc:  # resolving the host name, opening the socket
                 self.ended = True
                 self._ended(failure_words(exc))
+            finally:
+                _pumping.url = None
             self.pumped = time.monotonic()
 
     def take_arrived(self) -> list[Any]:
@@ -537,8 +562,8 @@ class Connection:
                     sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), seconds)
 
     def open(self) -> Broker:
-        """Wait for the broker's open frame: the broker it names. ``Refused`` for a login or
-        certificate no retry cures, ``ConnectFailed`` otherwise."""
+        """Wait for the broker's open frame: the broker it names. ``ConnectFailed``, permanent
+        for a login, virtual host, certificate or port without TLS no retry cures."""
         if not self.wait_for(lambda: self.opened, OPEN_TIMEOUT):
             self._failed_open()
         return broker_of(self.conn.remote_properties)
@@ -547,16 +572,14 @@ class Connection:
         why = self.failure or f"no open frame in {OPEN_TIMEOUT:.0f} s"
         self.close()
         if self.refused is not None:
-            raise Refused(self.refused)
+            raise ConnectFailed(self.refused, permanent=True)
         if self.endpoint.tls and self.options.tls is not None:
             problem = diagnose(self.endpoint.host, self.endpoint.port, self.options.tls,
-                               url=self.endpoint.url)
+                               url=self.endpoint.url, speaks_plain=_speaks_amqp)
             if problem is None and VERIFY_FAILED in why:
-                raise Refused(proton_refusal(self.endpoint.host, why))
+                raise ConnectFailed(proton_refusal(self.endpoint.host, why), permanent=True)
             if problem is not None:
-                if problem.permanent:
-                    raise Refused(problem.reason)
-                why = problem.reason
+                raise ConnectFailed(problem.reason, permanent=problem.permanent)
         raise ConnectFailed(why)
 
     def attach_receiver(self, node: Node, *, name: str, selector: str | None) -> Any:
@@ -591,6 +614,8 @@ class Connection:
 
         remote = ProtonEndpoint.REMOTE_UNINIT
         answered = self.wait_for(lambda: not (link.state & remote), OPEN_TIMEOUT)
+        if self.refused is not None:  # the connection closed: access refused
+            raise ConnectFailed(self.refused, subscribing=True, permanent=True)
         if not answered and self.link_refusal is None:
             raise ConnectFailed(self.failure or f"no answer to the attach in {OPEN_TIMEOUT:.0f} s",
                                 subscribing=True)
@@ -651,10 +676,12 @@ class Connection:
                 transport.close_tail()
                 transport.close_head()
             container.timeout = 0
+            _pumping.url = self.endpoint.url
             container.process()
         except Exception as exc:  # noqa: BLE001 - best effort on a connection we are leaving
-            log.debug("closing the AMQP connection failed: %s", exc)
+            log.debug("%s: closing the AMQP connection failed: %s", self.endpoint.url, exc)
         finally:
+            _pumping.url = None
             self.container = None
             container.stop_events()
 
@@ -670,6 +697,12 @@ def _terminus(terminus: Any, node: Node) -> None:
     terminus.address = node.address
     terminus.capabilities.put_symbol(symbol(node.capability))
     terminus.durability = node.durability
+
+
+def _speaks_amqp(sock: socket.socket) -> bool:
+    """Whether the socket answers a plain AMQP protocol header with one (AMQP 1.0 §2.2)."""
+    sock.sendall(b"AMQP\x00\x01\x00\x00")
+    return sock.recv(4) == b"AMQP"
 
 
 def _condition_text(condition: Any) -> str:
@@ -741,12 +774,9 @@ class AmqpSource(BrokerSource):
 
     def _open(self, endpoint: Endpoint, epoch: int, options: Options) -> tuple[Connection,
                                                                               Broker]:
-        """Connect and log in; ``SourceError`` for a refusal no retry cures."""
+        """Connect and log in; ``ConnectFailed`` (permanent for a refusal no retry cures)."""
         conn = Connection(endpoint, options, epoch=epoch, max_bytes=self.max_bytes)
-        try:
-            return conn, conn.open()
-        except Refused as exc:
-            raise SourceError(str(exc), url=endpoint.url) from None
+        return conn, conn.open()
 
     def _connect(self, endpoint: Endpoint, epoch: int) -> str:
         """Open, log in, check what the broker can do, attach the receiver and give it
@@ -823,11 +853,21 @@ class AmqpSource(BrokerSource):
                 "away would be lost): bind a durable queue to amq.topic with routing key "
                 f"{name} and set jms.destination=/queue/QUEUE, or use STOMP",
                 prop="jms.destination")
-        if self.selector and broker.rabbitmq3:
+        if self.id_mode.strip().lower() == "activemq" and broker.product.lower() != "activemq":
+            raise PropertyError(f"{broker.name} at {endpoint.url} does not give ActiveMQ "
+                                "Classic's message ids (ID:host-port-start-instance:conn:"
+                                "session:producer:seq), so every message would be a message "
+                                "error: use jms.id=time, ogg, a header the producer sets "
+                                "(JMSMessageID: the AMQP message-id) or module:function",
+                                prop="jms.id")
+        if self.selector and broker.product == "RabbitMQ":
             raise PropertyError(f"{broker.name} at {endpoint.url} does not apply JMS selectors "
-                                "over AMQP 1.0 (it would deliver every message); remove "
-                                "jms.selector or use a broker that does (RabbitMQ 4, Artemis, "
-                                "IBM MQ, Solace, Qpid)", prop="jms.selector")
+                                "over AMQP 1.0 (it would deliver every message); RabbitMQ "
+                                "applies no JMS selectors to queues, in 3.x or 4.x (its AMQP "
+                                "filter expressions, from 4.1, apply to streams only): remove "
+                                "jms.selector, have only the wanted messages routed to the "
+                                "queue, or use a broker that applies them (Artemis, IBM MQ, "
+                                "Solace, Qpid)", prop="jms.selector")
 
     def _disconnect(self) -> None:
         conn, self._conn = self._conn, None
@@ -917,12 +957,16 @@ class AmqpProbe(AmqpSource):
             try:
                 conn, broker = self._open(endpoint, 0, self.options)
             except ConnectFailed as exc:
+                if exc.permanent:
+                    raise SourceError(exc.why, url=endpoint.url) from None
                 failures.append(f"cannot connect to {endpoint.url}: {exc.why}")
                 continue
             try:
                 looked = self._look(conn, broker, endpoint)
                 return f"{endpoint.url}: connected to {broker.name}, {looked}"
             except ConnectFailed as exc:
+                if exc.permanent:
+                    raise SourceError(exc.why, url=endpoint.url) from None
                 failures.append(f"cannot subscribe at {endpoint.url}: {exc.why}")
             finally:
                 conn.close()

@@ -244,6 +244,16 @@ class Source(ABC):
         elif current.error != error:
             self._state = replace(current, error=error)
 
+    def cannot_be_idle(self) -> str | None:
+        """Why ``--max-idle`` must not end the run as idle now, None when it may: a quiet queue
+        is known only through a connection, so a source that never connected in this run is
+        not idle (``connecting``, with its last error)."""
+        state = self.connection
+        if state.state != CONNECTING:
+            return None
+        return "never connected to the source" + (f" (last error: {state.error})"
+                                                  if state.error else "")
+
     def open(self) -> None:  # noqa: B027 - optional: a source with nothing to prepare
         """Connect / prepare; errors that must stop capture raise ``SourceError``. A source
         that can reconnect may return unconnected (``connected`` False) after a failure that a

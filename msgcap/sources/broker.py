@@ -16,7 +16,11 @@ retry; ``Lost`` in the inbox is a lost connection.
   subscribes and drops every connection gets the growing back-off, and the log says it once a
   minute with a count (``Tally``), not once per attempt. Reconnecting happens in later
   ``receive_many`` calls on the capture thread, once the back-off allows, so the capture loop
-  keeps control (``--max-idle``, reports) while the broker is away.
+  keeps control (``--max-idle``, reports) while the broker is away. A failure the adapter
+  classifies as ``permanent`` (a refused login or virtual host, TLS to a port without it) stops
+  a source that never connected (``SourceError``, one line naming the URL); after a connection
+  worked it is retried like any other, logged as an ERROR, and the source is not idle while it
+  lasts (``cannot_be_idle``: ``--max-idle`` must not take a queue not looked at for quiet).
 * Each connection has an epoch. What arrives (messages, ``Unreadable`` ones, ``Lost`` markers)
   goes into the ``Inbox`` in order; the capture takes all that is there at once
   (``receive_many``), which raises ``Redelivery`` for the loss of the current connection, after
@@ -140,13 +144,16 @@ class Backoff:
 
 
 class ConnectFailed(Exception):
-    """Raised by ``_connect`` for a failure a retry may cure: the core logs it and backs off.
-    ``why`` in words ("connection refused"); ``subscribing``: the connection was made, the
-    subscription failed."""
+    """Raised by ``_connect`` for a failed attempt: ``why`` in words ("connection refused");
+    ``subscribing``: the connection was made, the subscription failed. ``permanent``: no retry
+    cures it unless the broker or the properties change (a refused login, a virtual host that
+    does not exist, TLS to a port that does not speak it): before a connection ever worked in
+    this run it stops the run, after one did it is retried with the back-off and logged as an
+    ERROR (the broker may be coming back with its configuration not yet loaded)."""
 
-    def __init__(self, why: str, *, subscribing: bool = False) -> None:
+    def __init__(self, why: str, *, subscribing: bool = False, permanent: bool = False) -> None:
         super().__init__(why)
-        self.why, self.subscribing = why, subscribing
+        self.why, self.subscribing, self.permanent = why, subscribing, permanent
 
 
 class Lost:
@@ -284,6 +291,7 @@ class BrokerSource(Source):
         self._failures = failures or Tally()  # failed attempts and lost connections: the log
         self._failures_since: float | None = None  # the first since a connection last worked
         self._failure_count = 0
+        self._permanent: str | None = None  # the last failure, when no retry cures it
         self._inbox = Inbox()
         self._stop = threading.Event()
         self._epoch = 0
@@ -355,11 +363,14 @@ class BrokerSource(Source):
         try:
             broker = self._connect(endpoint, self._epoch)
         except ConnectFailed as exc:
+            if exc.permanent and self.connection.state == CONNECTING:  # never connected
+                raise SourceError(exc.why, url=endpoint.url) from None
             what = (f"cannot subscribe at {endpoint.url}" if exc.subscribing
                     else f"cannot connect to {endpoint.url}")
-            self._failed(what, exc.why)
+            self._failed(what, exc.why, permanent=exc.permanent)
             return
         self.endpoint = endpoint
+        self._permanent = None
         self._connection_is(CONNECTED)
         self._up_since, self._proven = time.monotonic(), False
         self._delivered = 0
@@ -368,11 +379,14 @@ class BrokerSource(Source):
         (log.debug if self._failures_since is not None else log.info)(
             "connected to %s", self._connection)
 
-    def _failed(self, what: str, why: str, *, at_once: bool = False) -> None:
+    def _failed(self, what: str, why: str, *, at_once: bool = False,
+                permanent: bool = False) -> None:
         """A connection attempt failed, or a connection was lost (``what``, ``why`` in words):
         the connection state says why, the next attempt is scheduled (``at_once``, or after the
         back-off's next delay) and logged, the first failure since a connection last worked at
-        once, the others once per ``TALLY_SECONDS`` with a count."""
+        once, the others once per ``TALLY_SECONDS`` with a count; a ``permanent`` one (after a
+        connection worked: see ``ConnectFailed``) as an ERROR, and remembered until the next
+        connection (``cannot_be_idle``)."""
         self._connection_is(CONNECTING if self.connection.state == CONNECTING else DISCONNECTED,
                             why)
         what = f"{what}: {why}"
@@ -384,12 +398,19 @@ class BrokerSource(Source):
         self._failure_count += 1
         count = self._failures.add()
         retry = "reconnecting" if at_once else f"retrying in {delay:.1f} s"
-        if count and not self._failures.span:
-            log.warning("%s; %s (until a connection works, failures are logged once a minute)",
-                        what, retry)
+        newly_permanent = permanent and self._permanent is None
+        self._permanent = why if permanent else None
+        if permanent:
+            retry += " (no retry cures this unless the broker or the properties change)"
+        say = log.error if permanent else log.warning
+        if newly_permanent and not count:  # said at once, whatever the tally
+            say("%s; %s", what, retry)
+        elif count and not self._failures.span:
+            say("%s; %s (until a connection works, failures are logged once a minute)",
+                what, retry)
         elif count:
-            log.warning("%s in the last %.0f s, the last: %s; %s", _failure_text(count),
-                        self._failures.span, what, retry)
+            say("%s in the last %.0f s, the last: %s; %s", _failure_text(count),
+                self._failures.span, what, retry)
 
     def _worked(self) -> None:
         """The connection stayed up ``STABLE_SECONDS`` or a message was acknowledged through
@@ -441,6 +462,12 @@ class BrokerSource(Source):
         return Unreadable(message, too_large(size, self.max_bytes, source=message.name))
 
     # -- messages -------------------------------------------------------------------------------
+
+    def cannot_be_idle(self) -> str | None:
+        """Also while the last failure, after a connection worked, is one no retry cures."""
+        if self._permanent is not None and not self.connected:
+            return f"not connected to the source, for a reason no retry cures: {self._permanent}"
+        return super().cannot_be_idle()
 
     def receive(self, timeout: float) -> Message | None:
         messages = self.receive_many(timeout, limit=1)

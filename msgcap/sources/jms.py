@@ -166,8 +166,10 @@ class JmsSource(BrokerSource):
                               url=self.provider.where) from None
 
     def _refusal(self, exc: Any) -> Exception:
-        """A Java exception of connecting: ``ConnectFailed`` when a retry may cure it (the
-        server is not reachable), else a ``SourceError`` naming what to change."""
+        """A Java exception of connecting: ``ConnectFailed``, permanent for a refused login or
+        a TLS handshake the provider refused (``SECURITY_EXCEPTIONS``, ``TLS_EXCEPTIONS``:
+        the core stops the run unless a connection worked before), else a ``SourceError``
+        naming what to change for a configuration no connection can work with."""
         log.info("connecting to %s failed", self.provider.where, exc_info=exc,
                  extra={"file_only": True})
         name = str(exc.getClass().getName())
@@ -179,8 +181,13 @@ class JmsSource(BrokerSource):
                                "(is the provider's jar on -Djava.class.path?)",
                                url=self.provider.where)
         if _caused_by(exc, SECURITY_EXCEPTIONS):
-            return SourceError(f"jms.user: the provider refused the login: {words}",
-                               url=self.provider.where)
+            return ConnectFailed(f"jms.user: the provider refused the login: {words}",
+                                 permanent=True)
+        if _caused_by(exc, NOT_TLS_EXCEPTIONS) or "unrecognized SSL message" in words:
+            return ConnectFailed(f"TLS failed: the port does not speak TLS ({words}): use the "
+                                 "broker's TLS port, or a URL without TLS", permanent=True)
+        if _caused_by(exc, TLS_EXCEPTIONS):
+            return ConnectFailed(f"TLS failed: {words}", permanent=True)
         if name.endswith("InvalidDestinationException"):
             return SourceError(f"jms.destination {self.destination}: {words}",
                                url=self.provider.where)
@@ -390,6 +397,12 @@ def _words(exc: Any) -> str:
 SECURITY_EXCEPTIONS = frozenset({"javax.jms.JMSSecurityException",
                                  "jakarta.jms.JMSSecurityException",
                                  "java.lang.SecurityException"})
+
+
+# a TLS handshake that failed (a certificate refused), and an answer that is no TLS at all (Qpid
+# JMS's Netty; the JDK's own engine says "Unsupported or unrecognized SSL message")
+TLS_EXCEPTIONS = frozenset({"javax.net.ssl.SSLHandshakeException"})
+NOT_TLS_EXCEPTIONS = frozenset({"io.netty.handler.ssl.NotSslRecordException"})
 
 
 def _caused_by(exc: Any, names: frozenset[str]) -> bool:

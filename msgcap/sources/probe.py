@@ -64,7 +64,8 @@ class StompProbe(StompSource):
             failures.append(self._failure or "failed")
         raise SourceError("; ".join(failures), url=self.url)
 
-    def _failed(self, what: str, why: str, *, at_once: bool = False) -> None:
+    def _failed(self, what: str, why: str, *, at_once: bool = False,
+                permanent: bool = False) -> None:
         self._failure = f"{what}: {why}"  # no back-off, no log: probe() says it
 
     def _connect(self, endpoint: Endpoint, epoch: int) -> str:

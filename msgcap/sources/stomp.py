@@ -37,8 +37,9 @@ letters) is the broker core's (``msgcap.sources.broker``); this module speaks ST
   reconnection stay stomp.py's): frames are found by offset in what was read, a MESSAGE becomes a
   ``Message`` without a ``Frame``, any other frame goes through stomp.py's own ``process_frame``.
 * TLS (``stomp+ssl``): a certificate the broker or we refuse (unknown CA, expired, host name
-  mismatch, client certificate missing or refused) stops capture like an ERROR frame: no retry
-  can cure it. ``msgcap.sources.tls`` finds out which it is.
+  mismatch, client certificate missing or refused), or a port that does not speak TLS, is a
+  failure no retry cures, like an ERROR frame at CONNECT (``ConnectFailed`` ``permanent``: the
+  core's policy). ``msgcap.sources.tls`` finds out which it is.
 """
 
 from __future__ import annotations
@@ -284,9 +285,9 @@ class StompSource(BrokerSource):
             quiet_disconnect(conn)
             refused = listener.connect_error
             if refused is not None and "already connected" not in refused:
-                raise SourceError(f"broker refused the connection: {refused}", url=endpoint.url)
+                raise ConnectFailed(f"broker refused the connection: {refused}", permanent=True)
             if endpoint.tls and refused is None:
-                failure = tls_failure(endpoint, self._tls_files(), failure)
+                raise tls_problem(endpoint, self._tls_files(), failure)
             raise ConnectFailed(failure)
         broker = BrokerKind(listener.server)
         problem = refusal(broker, endpoint.url, selector=self.selector, id_mode=self.id_mode)
@@ -767,14 +768,29 @@ def _end_io_loop_at_eof(transport: Any) -> None:
 
 
 def tls_failure(endpoint: Endpoint, files: TlsFiles, failure: str) -> str:
-    """What a failed TLS connection means: raises ``SourceError`` for a certificate problem,
-    else returns the reason to log before retrying (stomp.py's own is often empty)."""
-    problem = diagnose(endpoint.host, endpoint.port, files, url=endpoint.url)
-    if problem is None:
-        return failure
+    """What a failed TLS connection means: raises ``SourceError`` for a problem no retry cures
+    (a certificate, a port without TLS), else returns the reason to log before retrying
+    (stomp.py's own is often empty)."""
+    problem = tls_problem(endpoint, files, failure)
     if problem.permanent:
-        raise SourceError(problem.reason, url=endpoint.url)
-    return problem.reason
+        raise SourceError(problem.why, url=endpoint.url)
+    return problem.why
+
+
+def tls_problem(endpoint: Endpoint, files: TlsFiles, failure: str) -> ConnectFailed:
+    """A failed TLS connection as a failed attempt, permanent when no retry cures it."""
+    problem = diagnose(endpoint.host, endpoint.port, files, url=endpoint.url,
+                       speaks_plain=_speaks_stomp)
+    if problem is None:
+        return ConnectFailed(failure)
+    return ConnectFailed(problem.reason, permanent=problem.permanent)
+
+
+def _speaks_stomp(sock: socket.socket) -> bool:
+    """Whether the socket answers a plain STOMP CONNECT with a STOMP frame."""
+    sock.sendall(b"STOMP\naccept-version:1.2\nhost:/\n\n\x00")
+    answer = sock.recv(16)
+    return answer.lstrip(b"\n").startswith((b"CONNECTED", b"ERROR"))
 
 
 def _close_without_waiting(transport: Any) -> None:

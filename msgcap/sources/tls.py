@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from msgcap.sources.base import failure_words
@@ -114,9 +115,12 @@ def client_context(files: TlsFiles, *, url: str) -> ssl.SSLContext:
     return context
 
 
-def diagnose(host: str, port: int, files: TlsFiles, *, url: str,
-             timeout: float = 10.0) -> TlsProblem | None:
-    """Connect once with ``files`` and say why it fails; None if it does not."""
+def diagnose(host: str, port: int, files: TlsFiles, *, url: str, timeout: float = 10.0,
+             speaks_plain: Callable[[socket.socket], bool] | None = None) -> TlsProblem | None:
+    """Connect once with ``files`` and say why it fails; None if it does not. A port that does
+    not speak TLS is a permanent problem: one that answers the handshake with something else
+    than TLS (``WRONG_VERSION_NUMBER``), or that closes it and, asked in plain text, answers
+    in the broker's protocol (``speaks_plain``: says whether the socket does)."""
     context = client_context(files, url=url)
     try:
         with socket.create_connection((host, port), timeout) as raw, \
@@ -131,6 +135,11 @@ def diagnose(host: str, port: int, files: TlsFiles, *, url: str,
     except ssl.SSLError as exc:
         alert = _CLIENT_CERT_ALERTS.get(exc.reason or "")
         if alert is None:
+            if exc.reason == "WRONG_VERSION_NUMBER" or (
+                    speaks_plain is not None and _plain(host, port, speaks_plain, timeout)):
+                return TlsProblem(f"TLS failed: port {port} does not speak TLS (the handshake "
+                                  f"failed: {_ssl_text(exc)}): use the broker's TLS port, or a "
+                                  "URL without TLS", True)
             return TlsProblem(f"TLS failed: {_ssl_text(exc)}", False)
         if files.cert is None:
             return TlsProblem("TLS: the broker requires a client certificate (set jms.ssl.cert "
@@ -138,8 +147,24 @@ def diagnose(host: str, port: int, files: TlsFiles, *, url: str,
         return TlsProblem(f"TLS: the broker refused the client certificate {files.cert} "
                           f"(jms.ssl.cert); broker alert: {alert}", True)
     except OSError as exc:  # not reachable, or no TLS on that port (a handshake timeout)
+        if (isinstance(exc, TimeoutError) and speaks_plain is not None
+                and _plain(host, port, speaks_plain, timeout)):
+            return TlsProblem(f"TLS failed: port {port} does not speak TLS (no answer to the "
+                              "handshake, an answer in plain text): use the broker's TLS port, "
+                              "or a URL without TLS", True)
         return TlsProblem(failure_words(exc), False)
     return None
+
+
+def _plain(host: str, port: int, speaks_plain: Callable[[socket.socket], bool],
+           timeout: float) -> bool:
+    """Whether ``host:port`` answers in the broker's protocol without TLS."""
+    try:
+        with socket.create_connection((host, port), timeout) as sock:
+            sock.settimeout(timeout)
+            return speaks_plain(sock)
+    except OSError:
+        return False
 
 
 def _verify_reason(exc: ssl.SSLCertVerificationError, host: str, files: TlsFiles) -> str:

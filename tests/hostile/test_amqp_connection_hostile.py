@@ -7,6 +7,7 @@ lost while a dead letter is confirmed is a reconnect, and the message is dead-le
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -140,3 +141,28 @@ def test_a_connection_lost_while_a_dead_letter_is_confirmed_is_a_reconnect(work:
         assert sorted(broker.accepted) == [1, 2, 3, 4, 5]
         assert broker.connections == 2
     assert work.seqids() == [f"{n:010d}" for n in range(1, 5)]
+
+
+def test_proton_s_own_lines_name_the_broker_and_a_retried_reset_is_one_warning(
+        work: Work) -> None:
+    """proton logs a reset as ERROR lines of its own ("Couldn't recv: ConnectionResetError")
+    naming no broker (issue 35): they are DEBUG lines with the broker's URL, and what the
+    user sees of a reset that is retried is msgcap's one WARNING naming the URL."""
+    with FakeBroker(text_messages(body(n) for n in range(1, 4)), reset_after=3,
+                    reset_delay=0.3) as broker:
+        prop = work.properties(jms_url=broker.url, jms_destination="/queue/q")
+        prop.write_text(prop.read_text().replace("gg.log.level=INFO", "gg.log.level=DEBUG"))
+        done = work.msgcap("run", "--prop", str(prop), "--max-idle", "3", timeout=60)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(said) == 1, said
+    assert re.fullmatch(rf"msgcap run: WARNING: {re.escape(broker.url)}: connection aborted; "
+                        r"connection closed after \d\.\d s; reconnecting \(until a connection "
+                        r"works, failures are logged once a minute\)", said[0]), said
+    log = (work.root / "dirrpt" / "SALES.log").read_text().splitlines()
+    proton = [line for line in log if "python-qpid-proton" in line]
+    assert any(f" DEBUG   msgcap.source: {broker.url}: python-qpid-proton: Couldn't recv: "
+               "ConnectionResetError" in line for line in proton), log
+    assert all(" DEBUG " in line for line in proton), proton
+    assert not [line for line in log if " ERROR " in line], log
+    assert work.seqids() == ["0000000001", "0000000002", "0000000003"]

@@ -207,9 +207,11 @@ def test_a_broker_that_drops_each_connection_gets_the_growing_back_off(work,
 
 
 def test_max_idle_stops_a_run_that_cannot_reach_its_broker(work) -> None:
-    """It retried for ever ("cannot connect ...") whatever --max-idle said (issue 26 too)."""
+    """It retried for ever ("cannot connect ...") whatever --max-idle said (issue 26 too); it
+    never connected, so it does not end as idle: exit 2 (issue 35)."""
     done, took = run_until_idle(work, f"stomp://127.0.0.1:{free_port()}", 2)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "but never connected to the source (last error: connection refused)" in done.stderr
     assert took < 15
     lines = warnings(work)
     assert len(lines) == 1 and "cannot connect to" in lines[0], lines

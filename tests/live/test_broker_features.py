@@ -63,6 +63,28 @@ def test_a_selector_the_broker_cannot_parse_stops_capture_with_its_reason(work, 
 
 
 @broker_test
+@pytest.mark.parametrize("broker", ["rabbitmq-amqp", "artemis-amqp"], indirect=True)
+def test_jms_id_activemq_is_refused_at_start_over_amqp(work, broker, queue):
+    """It was not (docs say it is), so under error.policy=discard every message was discarded:
+    no AMQP broker here gives ActiveMQ Classic's ids (issue 35)."""
+    from tests.live.conftest import peek, send
+
+    sent = [work.body(1)]
+    send(work, broker, queue, sent)
+    work.properties(jms_url=broker.url, jms_destination=queue, jms_id="activemq",
+                    error_policy="discard")
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "5")
+    assert done.returncode == 2, done.stderr
+    line = one_error_line(done)
+    assert re.fullmatch(r"msgcap run: error: jms\.id: \S+ at amqp://\S+ does not give ActiveMQ "
+                        r"Classic's message ids .*: use jms\.id=time, ogg, a header the producer "
+                        r"sets \(JMSMessageID: the AMQP message-id\) or module:function", line), line
+    assert work.seqids() == []
+    assert not (work.root / "dirrpt" / "msgcap.dsc").exists()  # nothing discarded
+    assert [text(b) for _, b in peek(broker, queue)] == sent  # nothing consumed
+
+
+@broker_test
 @on_rabbitmq
 def test_rabbitmq_refuses_a_selector_at_start_and_consumes_nothing(work, broker, queue):
     work.properties(jms_url=broker.url, jms_destination=queue)
@@ -73,6 +95,14 @@ def test_rabbitmq_refuses_a_selector_at_start_and_consumes_nothing(work, broker,
     assert done.returncode == 2
     line = one_error_line(done)
     assert "jms.selector: RabbitMQ/" in line and "does not apply JMS selectors" in line
+    # RabbitMQ 4 has none for queues either (issue 35): the advice must not send users there
+    assert "RabbitMQ 4," not in line
+    if broker.protocol == "amqp":
+        assert line.endswith("RabbitMQ applies no JMS selectors to queues, in 3.x or 4.x (its "
+                             "AMQP filter expressions, from 4.1, apply to streams only): remove "
+                             "jms.selector, have only the wanted messages routed to the queue, "
+                             "or use a broker that applies them (Artemis, IBM MQ, Solace, "
+                             "Qpid)"), line
     assert work.seqids() == []
     assert len(drain(broker, queue)) == 2  # nothing was consumed
 

@@ -179,6 +179,34 @@ def test_a_refused_login_is_one_line_and_never_the_password(work: Work,
     assert "Wrong-Secret-42" not in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("case", ["password", "amqps-to-plain-port"])
+def test_run_stops_at_once_on_a_failure_no_retry_cures(work: Work, rabbitmq_amqp: Broker,
+                                                       case: str) -> None:
+    """The JVM path classifies the provider's failure: a JMSSecurityException, a TLS handshake
+    to a port without TLS, stop a run that never connected with one line and exit 2, not a
+    retry until --max-idle (issue 35)."""
+    url = rabbitmq_amqp.url
+    if case != "password":
+        url = url.replace("amqp://", "amqps://")
+    work.properties(**{
+        "jvm.bootoptions": f"-Djava.class.path={jms_clients.classpath()} -Xmx128m",
+        "java.naming.factory.initial": "org.apache.qpid.jms.jndi.JmsInitialContextFactory",
+        "jms.client": "jvm",
+        "connectionfactory.CF": url,
+        "queue.orders": "orders", "jms.connectionFactory": "CF", "jms.destination": "orders",
+        "jms.user": "guest", "jms.password": "Wrong-Secret-42" if case == "password" else "guest"})
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "60", timeout=120)
+    assert done.returncode == 2, done.stderr
+    line = one_line(done, "run")
+    if case == "password":
+        assert line.endswith(": jms.user: the provider refused the login: Client failed to "
+                             "authenticate using SASL: PLAIN"), line
+    else:
+        assert ": TLS failed: the port does not speak TLS (" in line, line
+    assert "Wrong-Secret-42" not in done.stdout + done.stderr
+    assert "no message for 60.0 s" not in done.stderr  # it did not wait for --max-idle
+
+
 # ---- run keeps the trace in its log file -------------------------------------------------------
 
 def test_run_says_one_line_and_logs_the_java_trace(work: Work, provider: Provider) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import signal
 import time
 
@@ -48,9 +49,32 @@ def test_restart_skips_messages_already_in_the_trail(work) -> None:
     put(d, "0003.msg", work.body(3))
     done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
     assert "duplicates 2" in done.stdout
-    assert "duplicate (already in the trail)" in done.stderr
+    assert "skipped 2 duplicates (messages already in the trail)" in done.stderr
     assert [s for s, _, _ in work.trail()] == ["0000000001", "0000000002", "0000000003"]
     assert len(list((d / ".done").iterdir())) == 3
+
+
+def test_many_duplicates_are_counted_in_one_line_not_one_warning_each(work) -> None:
+    """A broker restart that redelivered 2,601 messages gave 2,601 WARNING lines (issue 35):
+    now the first is named at INFO and one WARNING says how many (once a minute, and when the
+    run ends)."""
+    d = spool(work)
+    for seq in range(1, 121):
+        put(d, f"{seq:04d}.msg", work.body(seq))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    for path in (d / ".done").iterdir():  # they all come again, as after a crash
+        path.rename(d / path.name)
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    assert "duplicates 120" in done.stdout
+    warnings = [line for line in done.stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1, warnings
+    assert re.fullmatch(r"msgcap run: WARNING: skipped 120 duplicates \(messages already in the "
+                        r"trail\) in the last \d+\.\d s, the last: dirspool/0120\.msg",
+                        warnings[0]), warnings
+    log = (work.root / "dirrpt" / "SALES.log").read_text()
+    assert log.count("duplicate (already in the trail)") == 1
+    assert (" INFO    msgcap.capture: message dirspool/0001.msg: duplicate (already in the "
+            "trail), skipped; duplicates are counted, one line a minute") in log
 
 
 def test_msg_json_files_keep_their_id_and_headers(work) -> None:

@@ -39,6 +39,7 @@ class _Wire(BrokerSource):
                          **options)
         self.cumulative_acks = cumulative
         self.refusing: set[str] = set()
+        self.refusing_for_good: set[str] = set()  # what no retry cures (a refused login)
         self.attempts: list[str] = []
         self.settled: list[list[str]] = []
         self.settle_error: Exception | None = None
@@ -49,6 +50,8 @@ class _Wire(BrokerSource):
         self.attempts.append(endpoint.host)
         if endpoint.host in self.refusing:
             raise ConnectFailed("connection refused")
+        if endpoint.host in self.refusing_for_good:
+            raise ConnectFailed("the broker refused the login", permanent=True)
         return "Mem/1"
 
     def _disconnect(self) -> None:
@@ -236,3 +239,48 @@ def test_a_source_without_a_destination_is_refused_in_the_protocol_s_words() -> 
         BrokerSource.__init__(_Wire(), [Endpoint("mem://a", "a", 1, False)], "", prefetch=1,
                               ack="client", ack_batch=None, id_mode="time", selector=None,
                               client_id="X", max_bytes=1)
+
+
+def test_a_failure_no_retry_cures_stops_a_source_that_never_connected() -> None:
+    """A refused login, a virtual host that does not exist, TLS to a plain port: retried for
+    ever, and --max-idle then ended the run as if the queue were quiet (issue 35)."""
+    wire = _Wire("a", "b")
+    wire.refusing_for_good.add("a")
+    with pytest.raises(SourceError) as raised:
+        wire.open()
+    assert str(raised.value) == "mem://a: the broker refused the login"
+    assert wire.attempts == ["a"]
+
+
+def test_a_source_that_never_connected_is_never_idle() -> None:
+    wire = _Wire("a")
+    wire.refusing.add("a")
+    wire.open()
+    assert wire.cannot_be_idle() == ("never connected to the source (last error: connection "
+                                     "refused)")
+    wire.refusing.clear()
+    wire.receive_many(0)
+    assert wire.connected and wire.cannot_be_idle() is None
+
+
+def test_after_a_connection_worked_a_failure_no_retry_cures_is_retried_as_an_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A broker restarting may refuse a login or a virtual host until its configuration is
+    loaded: the run goes on with the back-off, but the failure is an ERROR, and the source is
+    not idle while it lasts."""
+    caplog.set_level(logging.INFO, "msgcap.source")
+    wire = _connected("a")
+    wire._inbox.put(Lost(wire._epoch, "connection closed by the broker"))
+    with pytest.raises(Redelivery):
+        wire.receive_many(0)
+    wire.refusing_for_good.add("a")
+    wire.receive_many(0)  # the attempt: refused, retried later
+    assert wire.connection.state == DISCONNECTED
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == [("cannot connect to mem://a: the broker refused the login; retrying in "
+                      "0.0 s (no retry cures this unless the broker or the properties change)")]
+    assert wire.cannot_be_idle() == ("not connected to the source, for a reason no retry "
+                                     "cures: the broker refused the login")
+    wire.refusing_for_good.clear()
+    wire.receive_many(0)
+    assert wire.connected and wire.cannot_be_idle() is None
