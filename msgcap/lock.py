@@ -11,6 +11,9 @@ still holds the old one).
 
 ``holder(path)`` tells, without taking the lock, which process holds it (from ``/proc/locks``):
 the second process's error names it, and ``msgcap status`` can show it.
+
+``Lock.try_acquire`` asks without raising and keeps the file open: ``msgcap run --standby``
+(``msgcap.standby``) asks again and again until the active capture's locks are free.
 """
 
 from __future__ import annotations
@@ -40,39 +43,56 @@ class Lock:
 
     def __init__(self, path: str, what: str) -> None:
         self.path, self.what = path, what
-        self._fd: int | None = None
+        self._fd: int | None = None  # the lock file, open (held or not)
+        self.held = False
 
     def acquire(self) -> None:
         """Take the lock now or raise ``LockedError`` naming the holder; never waits."""
+        if not self.try_acquire():
+            pid = self.holder()
+            self.release()
+            raise LockedError(self.path, pid, self.what)
+
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free: True; False when another process holds it (the file
+        stays open for the next try: a standby asks again and again)."""
+        if self.held:
+            return True
+        if self._fd is None:
+            try:
+                os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+                                   | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise MsgcapError(f"{self.path}: cannot open the lock file: "
+                                  f"{exc.strerror or exc}") from None
         try:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise MsgcapError(f"{self.path}: cannot open the lock file: "
-                              f"{exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            raise LockedError(self.path, holder(self.path) or _written_pid(self.path),
-                              self.what) from None
+            return False
         except OSError as exc:
-            os.close(fd)
+            self.release()
             raise MsgcapError(f"{self.path}: cannot lock: {exc.strerror or exc}") from None
         try:  # the pid is for people (holder() asks the kernel), but a lock directory that
             # cannot take 8 bytes (a full file system) cannot take a checkpoint or trail either
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
         except OSError as exc:
-            os.close(fd)
+            self.release()
             raise MsgcapError(f"{self.path}: cannot write the lock file: "
                               f"{exc.strerror or exc}") from None
-        self._fd = fd
+        self.held = True
+        return True
+
+    def holder(self) -> int | None:
+        """The pid of the process holding the lock (the kernel's table, else the pid it wrote)."""
+        return holder(self.path) or _written_pid(self.path)
 
     def release(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing the last descriptor drops the lock
             self._fd = None
+        self.held = False
 
     def __enter__(self) -> Self:
         self.acquire()
@@ -116,6 +136,20 @@ def writer_locks(*, checkpoint_dir: str | None, extract: str | None, trail: str 
     """Take the locks of one writer (checkpoint, then trail, then an output directory) and
     return them in an ``ExitStack`` that releases them; the first one held elsewhere raises."""
     stack = ExitStack()
+    try:
+        for lock in writer_lock_list(checkpoint_dir=checkpoint_dir, extract=extract,
+                                     trail=trail, directory=directory):
+            stack.enter_context(lock)
+    except BaseException:
+        stack.close()
+        raise
+    return stack
+
+
+def writer_lock_list(*, checkpoint_dir: str | None, extract: str | None, trail: str | None,
+                     directory: str | None = None) -> list[Lock]:
+    """The locks of one writer, not taken, in the one order every writer takes them (so that
+    two processes waiting for them never hold one each)."""
     locks = []
     if checkpoint_dir is not None and extract is not None:
         locks.append(Lock(os.path.join(checkpoint_dir, f"{extract}.lock"),
@@ -124,10 +158,4 @@ def writer_locks(*, checkpoint_dir: str | None, extract: str | None, trail: str 
         locks.append(Lock(f"{trail}.lock", f"trail {trail}"))
     if directory is not None:
         locks.append(Lock(os.path.join(directory, "msgcap.lock"), f"output {directory}"))
-    try:
-        for lock in locks:
-            stack.enter_context(lock)
-    except BaseException:
-        stack.close()
-        raise
-    return stack
+    return locks

@@ -1,6 +1,6 @@
 """What ``msgcap status`` shows (GGSCI's INFO EXTRACT), read from files, without a broker.
 
-A capture is described by four things on disk, none of which ``status`` locks or changes:
+A capture is described by these things on disk, none of which ``status`` locks or changes:
 
 * the writer lock ``<checkpoint.dir>/<EXTRACT>.lock``: its holder (``lock.holder``) is the
   running capture; a capture killed with ``kill -9`` holds nothing;
@@ -9,6 +9,8 @@ A capture is described by four things on disk, none of which ``status`` locks or
 * the trail files and their sizes;
 * the purge record ``<EXTRACT>.purge`` (the last purge that removed trail files) and the
   positions of the downstream readers ``trail.purge.readers`` names;
+* the registrations of hot standbys ``<EXTRACT>.standby.<host>.<pid>`` (``msgcap.standby``),
+  which wait for the writer lock to take over;
 * the status file ``<EXTRACT>.status`` that ``msgcap run`` publishes (``StatusPublisher``) at
   start, at each report and heartbeat, when the source's connection state changes, and when it
   stops: its pid, start time, the last report's counters, the heartbeat, the connection state
@@ -37,6 +39,7 @@ from msgcap.lock import holder
 from msgcap.pipeline import OP_LABELS, Stats
 from msgcap.report import lag_words
 from msgcap.sources.base import ConnectionState, state_text
+from msgcap.standby import standbys
 from msgcap.trail.julian import datetime_to_unix_us, unix_us_to_iso
 from msgcap.trail.reader import sequence_files
 from msgcap.trail.retention import load_record, reader_seqno
@@ -183,6 +186,7 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
         "extract": trail.extract,
         "state": state,
         "pid": pid if pid is not None else (published or {}).get("pid"),
+        "standbys": standbys(settings.checkpoint_dir, trail.extract, now),
         "started": (published or {}).get("started"),
         "updated": (published or {}).get("updated"),
         "error": error,
@@ -259,13 +263,18 @@ def status_text(status: dict[str, Any]) -> str:
     """``status`` for people: one line per part, labelled like the report."""
     state = status["state"]
     head = f"extract {status['extract']}: {state}"
+    waiting = len(status["standbys"])
     if state == "running":
-        head += f" (pid {status['pid']}), started {_when(status['started'])}"
+        head += (f" (pid {status['pid']}" + (f", active; {waiting} standby" + "s" * (waiting > 1)
+                                             if waiting else "")
+                 + f"), started {_when(status['started'])}")
     elif state == "never-started":
         head += " (no checkpoint and no status file: no capture has run with these properties)"
     elif status["pid"] is not None:
         head += f"; the last run (pid {status['pid']}) started {_when(status['started'])}"
     lines = [head]
+    lines += [f"standby: pid {s['pid']} on {s['host']}, waiting since {_when(s['since'])} to "
+              "take over" for s in status["standbys"]]
     if status["error"]:
         lines.append(f"error: {status['error']}")
     cp = status["checkpoint"]

@@ -20,6 +20,8 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contextlib import ExitStack
+
     from msgcap.sources.base import Source
     from msgcap.status import StatusPublisher
     from props.settings import Settings
@@ -37,6 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-grace", type=float, default=30.0, metavar="SECONDS",
                         help="on SIGTERM/SIGINT, wait at most SECONDS without a message for an "
                              "open transaction to end (default 30)")
+    parser.add_argument("--standby", action="store_true",
+                        help="when another msgcap run holds the checkpoint and trail, wait as a "
+                             "hot standby (no broker connection) and take over when it ends, "
+                             "instead of refusing")
     parser.add_argument("--json", action="store_true",
                         help="print the final summary as one JSON object on stdout (reports and "
                              "heartbeat lines then go to stderr)")
@@ -60,8 +66,14 @@ def run(args: argparse.Namespace) -> int:
     source = source_for(settings)  # property errors before anything is touched
     trail = settings.trail
     try:
-        with writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
-                          trail=trail.path):
+        if args.standby:
+            locks = _wait_as_standby(args, settings)
+            if locks is None:
+                return 0
+        else:
+            locks = writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
+                                 trail=trail.path)
+        with locks:
             publisher = StatusPublisher(status_path(settings.checkpoint_dir, trail.extract),
                                         Stats(), heartbeat=settings.report_heartbeat,
                                         connection=lambda: source.connection)
@@ -80,6 +92,45 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         log.critical("stopped by an internal error", exc_info=True, extra=FILE_ONLY)
         raise
+
+
+def _wait_as_standby(args: argparse.Namespace, settings: Settings) -> ExitStack | None:
+    """``--standby``: the writer locks, once the capture holding them ends (at once when none
+    does); None when SIGTERM/SIGINT ended the wait (said, and with ``--json`` the summary)."""
+    import threading
+
+    from msgcap.lock import writer_lock_list
+    from msgcap.pipeline import Stats
+    from msgcap.standby import Registration, say, take_over
+    from msgcap.stopsignals import delivered_to_thread
+    from msgcap.summary import print_results, results
+
+    trail = settings.trail
+    started = time.monotonic()
+    stop, signals = threading.Event(), []
+
+    def on_signal(name: str) -> None:
+        signals.append(name)
+        stop.set()
+
+    registration = Registration(settings.checkpoint_dir, trail.extract)
+    try:
+        with delivered_to_thread(on_signal):
+            locks = take_over(writer_lock_list(checkpoint_dir=settings.checkpoint_dir,
+                                               extract=trail.extract, trail=trail.path),
+                              registration, stop)
+    finally:
+        registration.remove()
+    if locks is not None and not stop.is_set():
+        return locks
+    if locks is not None:  # the signal came as the locks were taken: stop all the same
+        locks.close()
+    say(f"standby (pid {os.getpid()}): stopped by {signals[0]} while waiting: nothing taken, "
+        "nothing written")
+    if args.json:
+        print_results(results("run", Stats(), exit_reason=signals[0],
+                              elapsed=time.monotonic() - started))
+    return None
 
 
 def _capture(args: argparse.Namespace, settings: Settings, source: Source,
