@@ -210,7 +210,7 @@ def test_kill9_takeovers_alternating_write_every_message_once_in_order(work, bro
         wait_for(lambda: last_seqid(work) == n, "every message durable", timeout=300,
                  procs=[current])
     finally:
-        for proc in procs:
+        for proc in reversed(procs):  # the standby first: it would take over from the active
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=60)
@@ -218,3 +218,41 @@ def test_kill9_takeovers_alternating_write_every_message_once_in_order(work, bro
         "every message once, in order"
     took = sum(output(work, f"p{i}").count("took over from process") for i in range(len(procs)))
     assert took == KILLS
+
+
+def test_try_acquire_waits_without_raising_and_takes_the_lock_once_free(tmp_path) -> None:
+    from msgcap.lock import Lock
+
+    path = str(tmp_path / "x.lock")
+    active, standby = Lock(path, "trail x"), Lock(path, "trail x")
+    active.acquire()
+    assert not standby.try_acquire() and not standby.try_acquire()
+    assert standby.holder() == os.getpid() and not standby.held
+    active.release()
+    assert standby.try_acquire() and standby.held and holder(path) == os.getpid()
+    standby.release()
+    assert holder(path) is None
+
+
+def test_status_lists_live_registrations_only(tmp_path) -> None:
+    from msgcap.standby import STALE_SECONDS, Registration, standbys
+
+    me = Registration(str(tmp_path), "SALES")
+    [seen] = standbys(str(tmp_path), "SALES")
+    assert (seen["pid"], seen["host"]) == (os.getpid(), socket.gethostname())
+    now = time.time_ns() // 1000
+
+    def registration(host: str, pid: int, age: float) -> None:
+        updated = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(now / 1e6 - age))
+        (tmp_path / f"SALES.standby.{host}.{pid}").write_text(json.dumps(
+            {"pid": pid, "host": host, "since": updated, "updated": updated}))
+
+    registration(socket.gethostname(), 1, 0)  # killed on this host: nobody holds its lock
+    registration("other-host", 2, 1)  # on another host, refreshed a second ago
+    registration("gone-host", 3, STALE_SECONDS + 5)
+    assert sorted(s["pid"] for s in standbys(str(tmp_path), "SALES", now)) == [2, os.getpid()]
+    me.remove()
+    assert [s["pid"] for s in standbys(str(tmp_path), "SALES", now)] == [2]
+    Registration(str(tmp_path), "SALES").remove()  # a new one sweeps this host's dead ones
+    assert not (tmp_path / f"SALES.standby.{socket.gethostname()}.1").exists()
+    assert (tmp_path / "SALES.standby.other-host.2").exists()
