@@ -121,6 +121,23 @@ def test_standby_waits_shows_in_status_and_ends_on_sigterm(work) -> None:
     assert work.seqids() == ["0000000001"]
 
 
+def test_sigint_while_waiting_for_the_trail_lock_releases_the_checkpoint_lock(work) -> None:
+    """Locks are taken in order: a standby may hold the checkpoint's while the trail's is held
+    (here by this test, as a ``msgcap replay`` would); a signal then gives it back."""
+    from msgcap.lock import Lock
+
+    work.spool()
+    with Lock(str(work.root / "dirdat" / "sa.lock"), "trail dirdat/sa"):
+        standby = start(work, "standby", "--standby")
+        wait_for(lambda: active(work) == standby.pid, "the checkpoint lock", procs=[standby])
+        wait_for(lambda: f"dirdat/sa.lock is held by process {os.getpid()}" in output(
+            work, "standby"), "the standby to say what it waits for", procs=[standby])
+        standby.send_signal(signal.SIGINT)
+        assert standby.wait(timeout=30) == 0
+    assert "stopped by SIGINT while waiting" in output(work, "standby")
+    assert active(work) is None and work.seqids() == []
+
+
 def test_one_of_two_standbys_takes_over_a_killed_run(work) -> None:
     spool = work.spool()
     procs = {name: start(work, name, "--standby") for name in ("a",)}
