@@ -265,9 +265,8 @@ def status_text(status: dict[str, Any]) -> str:
     head = f"extract {status['extract']}: {state}"
     waiting = len(status["standbys"])
     if state == "running":
-        head += (f" (pid {status['pid']}" + (f", active; {waiting} standby" + "s" * (waiting > 1)
-                                             if waiting else "")
-                 + f"), started {_when(status['started'])}")
+        active = f", active; {waiting} standby{'s' * (waiting > 1)}" if waiting else ""
+        head += f" (pid {status['pid']}{active}), started {_when(status['started'])}"
     elif state == "never-started":
         head += " (no checkpoint and no status file: no capture has run with these properties)"
     elif status["pid"] is not None:
