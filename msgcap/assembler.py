@@ -411,8 +411,7 @@ class Assembler:
             op = ops[0]
             optype = op.optype
             if (len(ops) != 1 or op.txind is not None and op.txind != TX_WHOLE
-                    or op.txname is not None or op.txowner is not None
-                    or op.group is not None):
+                    or op.txname is not None or op.txowner is not None):
                 image = None
             elif optype == INSERT:
                 image, iotype, before_after = op.after, IOTYPE_INSERT, "A"
@@ -457,8 +456,9 @@ class Assembler:
                 tb, sb = txid.encode(), seqid.encode()
                 heads = tail_heads.get((len(tb), len(sb)))
                 tail = (b"".join((heads[0], tb, heads[1], sb, partition_u))
-                        if heads is not None else
-                        encoder.tail(tb, seqid, encoder.partition_pairs))
+                        if heads is not None and op.group is None else
+                        encoder.tail(tb, seqid, encoder.partition_pairs, op.group,
+                                     op.group_seq))
             except (AttributeError, MessageError):  # not text, or too long: the general path
                 return k
             data = hit[1](image, iotype, before_after, op.timestamp, ordinal, tail,
