@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
         raise TrailError("--count must not be negative")
     if args.key and not (args.check_order and args.defs):
         raise TrailError("--key needs --check-order and --defs (the key columns)")
+    if args.check_order and (args.json or args.count is not None):
+        raise TrailError("--check-order prints findings, not records: --json and --count do "
+                         "not apply")
     configure_logging(None, command="msgcap dump", log_to_file=False)
     definitions = None
     if args.defs:

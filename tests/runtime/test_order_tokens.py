@@ -214,6 +214,8 @@ def test_keys_in_two_trails_or_back_in_time_with_key(tmp_path, capsys) -> None:
     assert out[2] == "order check: 4 records, 0 message groups, 2 trails: 2 findings"
     assert main(["dump", "--check-order", "--key", one]) == 2  # without --defs
     assert "--key needs --check-order and --defs" in capsys.readouterr().err
+    assert main(["dump", "--check-order", "--json", one]) == 2
+    assert "--json and --count do not apply" in capsys.readouterr().err
 
 
 def test_records_of_one_message_count_once(tmp_path, capsys) -> None:
