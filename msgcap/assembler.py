@@ -363,7 +363,8 @@ class Assembler:
             if found is None:
                 return None
             txid, txnum, seqid, seq = found
-            tx = TrailTransaction(txid, self.records(op, seqid), op.txname, op.txowner)
+            tx = TrailTransaction(txid, _grouped(self.records(op, seqid), op), op.txname,
+                                  op.txowner)
         except (MessageError, IdWidthError) as exc:
             raise exc.located(message.name) from None
         self._txid, self._seq, self._last = txnum, seq, (seqid, op.ordinal)
@@ -399,7 +400,7 @@ class Assembler:
         """
         if self._open is not None or self._images is None:
             return start
-        wholes, tail_heads = encoder.wholes, encoder.tail_heads
+        wholes, tail_heads, partition_u = encoder.wholes, encoder.tail_heads, encoder.partition_u
         compress_deletes, update_iotype = self.rules.compress_deletes, self._update_iotype
         end = len(results)
         k = start
@@ -454,8 +455,10 @@ class Assembler:
             try:
                 tb, sb = txid.encode(), seqid.encode()
                 heads = tail_heads.get((len(tb), len(sb)))
-                tail = (b"".join((heads[0], tb, heads[1], sb)) if heads is not None else
-                        encoder.tail(tb, seqid, b""))
+                tail = (b"".join((heads[0], tb, heads[1], sb, partition_u))
+                        if heads is not None and op.group is None else
+                        encoder.tail(tb, seqid, encoder.partition_pairs, op.group,
+                                     op.group_seq))
             except (AttributeError, MessageError):  # not text, or too long: the general path
                 return k
             data = hit[1](image, iotype, before_after, op.timestamp, ordinal, tail,
@@ -485,7 +488,7 @@ class Assembler:
         end = len(ops) - 1
         rba = txnum & 0xFFFFFFFF
         out = []
-        tail_seqid = None
+        tail_of = None  # the (seqid, group, group_seq) ``tail`` was made for
         wholes = encoder.wholes
         try:
             tb, u = encoder.transaction_tokens(txid, first.txname, first.txowner)
@@ -501,8 +504,9 @@ class Assembler:
                 image = single(op)
                 if image is None:
                     return None
-                if seqid != tail_seqid:
-                    tail, tail_seqid = encoder.tail(tb, seqid, u), seqid
+                if tail_of != (seqid, op.group, op.group_seq):
+                    tail_of = (seqid, op.group, op.group_seq)
+                    tail = encoder.tail(tb, seqid, u, op.group, op.group_seq)
                 table = op.table
                 hit = wholes.get(id(table))
                 if hit is None or hit[0] is not table:
@@ -683,7 +687,7 @@ class Assembler:
         if seqid is None:
             self._seq += 1
             seqid = f"{self._seq:020d}"
-        tx.records.extend(self.records(op, seqid))
+        tx.records.extend(_grouped(self.records(op, seqid), op))
         tx.ops.append((op.table.name, op.optype))
         self._last = (seqid, op.ordinal)
         return 1
@@ -841,6 +845,14 @@ def _is_written(op: Op, mark: tuple[str, int] | None) -> bool:
             f"{_where(op, 'seqid')}: seqid {quoted(seqid)} has {len(seqid)} characters, the "
             f"previous one {quoted(s)} {len(s)}: seqids must be fixed-width, capture stops")
     return seqid < s or (seqid == s and op.ordinal <= k)
+
+
+def _grouped(records: list[TrailRecord], op: Op) -> list[TrailRecord]:
+    """``records`` of ``op`` with its message group, for the trail's order tokens."""
+    if op.group is not None:
+        for rec in records:
+            rec.group, rec.group_seq = op.group, op.group_seq
+    return records
 
 
 def _where(op: Op, item: str | None = None) -> str:

@@ -54,7 +54,8 @@ exit status:
   {MsgcapError.exit_code:<9} an error, reported as one line on stderr: a bad command line,
             property, definition, copybook or trail, a broker that refuses the
             connection (run retries one it cannot reach; send gives up), or a bad
-            message under error.policy=abend; msgcap check: problems found
+            message under error.policy=abend; msgcap check: problems found;
+            msgcap dump --check-order: a group or key out of order
   3         msgcap status: no capture is running (stopped cleanly, or never started)
   4         msgcap status: the last run abended (stopped by an error, killed, crashed)
   {INTERRUPTED:<9} interrupted by Ctrl-C (commands other than run)

@@ -26,6 +26,7 @@ from msgcap.trail.records import Position, TrailTransaction
 from parsers.base import Parser
 from parsers.model import Message, Op
 from props.errors import MessageError, SourceError
+from props.jmsnames import ABSENT, header_key
 
 if TYPE_CHECKING:
     from gendef.model import Definitions
@@ -63,6 +64,10 @@ class WholeWriter(Writer, Protocol):
 # enough for their parsed values to stay in the CPU caches until they are written (a batch of
 # 64 ebcdic records in bench_fixed.py: about 0.1 MB; 256 cost a tenth more CPU per record).
 AHEAD = 64
+
+# The headers of a message's group and its number in the group (props/jmsnames.py), which
+# every record of the message carries as user tokens.
+GROUP_HEADER, GROUP_SEQ_HEADER = header_key("JMSXGroupID"), header_key("JMSXGroupSeq")
 
 _COUNTER = {"counter": True}  # a Stats field that intervals subtract and parts add
 
@@ -354,9 +359,17 @@ class Pipeline:
         (raised, or the message rejected, by ``complete`` at the message's turn)."""
         try:
             message.id = self.ids.next_id(message)
-            return self.parser.parse(message)
+            ops = self.parser.parse(message)
         except Exception as exc:  # noqa: BLE001 - deferred to the message's turn, not dropped
             return exc
+        group = message.headers.get(GROUP_HEADER)
+        if group:  # the order tokens of its records (trail-format.md §10)
+            seq = message.headers.get(GROUP_SEQ_HEADER)
+            if seq == ABSENT[GROUP_SEQ_HEADER]:  # JMS's "no number"
+                seq = None
+            for op in ops:
+                op.group, op.group_seq = group, seq
+        return ops
 
     def complete(self, message: Message, raw_id: str, parsed: list[Op] | Exception
                  ) -> Processed:

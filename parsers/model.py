@@ -79,7 +79,9 @@ class Op:
     when the message has no such image. ``ordinal`` is the 0-based position of the op within its
     message (AuditPos in the trail). ``seqid``/``txid`` are None when configured as ``*seqid`` /
     ``*txid``: the assembler assigns those system counters (which recovery restores), so that the
-    parser stays a pure function of the message.
+    parser stays a pure function of the message. ``group``/``group_seq`` are the message's
+    JMSXGroupID / JMSXGroupSeq (None when it has none), which the capture adds after parsing for
+    the trail's order tokens (trail-format.md §10).
     """
 
     table: Table
@@ -94,3 +96,5 @@ class Op:
     after: list[Any] | None = None
     ordinal: int = 0
     message_id: str = ""
+    group: str | None = None
+    group_seq: str | None = None

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         write_trail_defs(settings, definitions)
         writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
                              byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
-                             uri=trail.uri)
+                             uri=trail.uri, partition=settings.partition)
         recovery = writer.open(saved.recovery if saved else None)
         pipeline = build_pipeline(settings, writer, recovery, definitions=definitions,
                                   parser=parser,

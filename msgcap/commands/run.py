@@ -158,7 +158,7 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     saved = checkpoints.load(trail.path)
     writer = TrailWriter(trail.path, seqlen=trail.seqlen, megabytes=trail.megabytes,
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
-                         uri=trail.uri)
+                         uri=trail.uri, partition=settings.partition)
     recovery = writer.open(saved.recovery if saved else None)
     retention = Retention(trail, settings.checkpoint_dir) if trail.purge.enabled else None
     if retention is not None and saved is not None:  # nothing is passed without a checkpoint

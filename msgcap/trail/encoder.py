@@ -30,6 +30,11 @@ from msgcap.trail.layout import (
     TOK_U,
     TOKEN_TRANID,
     TOKEN_VAMSEQID,
+    UTOKEN_GROUP,
+    UTOKEN_GROUP_SEQ,
+    UTOKEN_PARTITION,
+    UTOKEN_TXNAME,
+    UTOKEN_TXOWNER,
     Layout,
     layout_for,
 )
@@ -112,12 +117,17 @@ def record_function(table: TableEncoder, pack_d: Callable, layout: Layout) -> Ca
 class TrailEncoder:
     """Encodes transactions in one metadata byte order; caches per-table encoders."""
 
-    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout", "tail_heads",
-                 "wholes")
+    __slots__ = ("_frames", "_head", "_t_head", "byteorder", "layout", "partition_pairs",
+                 "partition_u", "tail_heads", "wholes")
 
-    def __init__(self, byteorder: str = "big") -> None:
+    def __init__(self, byteorder: str = "big", partition: int | None = None) -> None:
         self.layout = layout_for(byteorder)
         self.byteorder = byteorder
+        # ``msgcap.partition``: every record's U token names it (§10); b"" without
+        self.partition_pairs = (b"" if partition is None else
+                                UTOKEN_PARTITION.encode() + b"\x00%d\x00" % partition)
+        self.partition_u = (self.layout.head.pack(TOK_U, 0, len(self.partition_pairs))
+                            + self.partition_pairs if partition is not None else b"")
         self._frames: dict[int, tuple[Table, _Frame]] = {}
         self._head = self.layout.head.pack
         # T token head and TRANID head together
@@ -146,14 +156,15 @@ class TrailEncoder:
         return self._frame(table).table
 
     def user_tokens(self, txname: str | None, txowner: str | None) -> bytes:
-        """The U token value: ``name 00 value 00`` pairs for TXNAME/TXOWNER (§10)."""
+        """The U token value of a transaction: ``name 00 value 00`` pairs for TXNAME/TXOWNER,
+        then MSGCAP_PARTITION when the trail is a partition's (§10)."""
         parts = []
-        for name, value in (("TXNAME", txname), ("TXOWNER", txowner)):
+        for name, value in ((UTOKEN_TXNAME, txname), (UTOKEN_TXOWNER, txowner)):
             if value is not None:
                 if "\x00" in value:
                     raise MessageError(f"{name} {quoted(value)} contains a NUL character")
                 parts.append(name.encode() + b"\x00" + value.encode() + b"\x00")
-        out = b"".join(parts)
+        out = b"".join(parts) + self.partition_pairs
         if len(out) > MAX_RECORD - 64:
             raise MessageError(f"TXNAME and TXOWNER of {len(out)} bytes are too long for the "
                                "trail's user tokens")
@@ -161,19 +172,28 @@ class TrailEncoder:
 
     def transaction_tokens(self, txid: str, txname: str | None,
                            txowner: str | None) -> tuple[bytes, bytes]:
-        """A transaction's TRANID value and U token (b"" without TXNAME/TXOWNER), made once
-        for all its records (``tail``)."""
+        """A transaction's TRANID value and user token pairs (``user_tokens``; b"" without
+        TXNAME, TXOWNER and partition), made once for all its records (``tail``)."""
         tb = txid.encode() if type(txid) is str else str(txid).encode()
         if len(tb) > MAX_RECORD:
             raise MessageError(f"transaction id of {len(tb)} bytes is too long for a trail token")
         if txname is None and txowner is None:
-            return tb, b""
-        u = self.user_tokens(txname, txowner)
-        return tb, self._head(TOK_U, 0, len(u)) + u if u else b""
+            return tb, self.partition_pairs
+        return tb, self.user_tokens(txname, txowner)
 
-    def tail(self, tb: bytes, seqid: str, u: bytes) -> bytes:
-        """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token ``u`` (may be b"")."""
+    def tail(self, tb: bytes, seqid: str, pairs: bytes, group: str | None = None,
+             group_seq: str | None = None) -> bytes:
+        """The T token (TRANID ``tb``, VAMSEQID ``seqid``) and the U token of the
+        transaction's ``pairs`` and the record's message group (none when both are empty)."""
         sb = seqid.encode() if type(seqid) is str else str(seqid).encode()
+        if group is not None:
+            pairs += group_pairs(group, group_seq)
+        if pairs:
+            if len(sb) + len(tb) + len(pairs) > MAX_RECORD - 68:
+                raise MessageError(f"seqid, transaction id and user tokens of "
+                                   f"{len(sb) + len(tb) + len(pairs)} bytes are too long for "
+                                   "the trail's tokens")
+            pairs = self._head(TOK_U, 0, len(pairs)) + pairs
         # the heads depend on the two lengths alone: made once per pair
         heads = self.tail_heads.get((len(tb), len(sb)))
         if heads is None:
@@ -185,7 +205,7 @@ class TrailEncoder:
             heads = self.tail_heads[len(tb), len(sb)] = (
                 self._t_head(TOK_T, 0, 8 + len(tb) + len(sb), TOKEN_TRANID, 0, len(tb)),
                 self._head(TOKEN_VAMSEQID, 0, len(sb)))
-        return b"".join((heads[0], tb, heads[1], sb, u))
+        return b"".join((heads[0], tb, heads[1], sb, pairs))
 
     def encode_transaction(self, tx: TrailTransaction, txnum: int, *, first: bool = True,
                            last: bool = True) -> bytes:
@@ -204,14 +224,16 @@ class TrailEncoder:
             else:
                 ind = TRANSIND_END if last else TRANSIND_MIDDLE
             txid, seqid = tx.txid, rec.seqid
-            # no user tokens, and T token heads made before for these lengths (``tail``)
-            if (tx.txname is None and tx.txowner is None and type(txid) is str
-                    and type(seqid) is str and (heads := self.tail_heads.get(
+            # no user tokens but the partition's, and T token heads made before for these
+            # lengths (``tail``)
+            if (tx.txname is None and tx.txowner is None and rec.group is None
+                    and type(txid) is str and type(seqid) is str
+                    and (heads := self.tail_heads.get(
                         (len(tb := txid.encode()), len(sb := seqid.encode())))) is not None):
-                tail = b"".join((heads[0], tb, heads[1], sb))
+                tail = b"".join((heads[0], tb, heads[1], sb, self.partition_u))
             else:
                 tb, u = self.transaction_tokens(txid, tx.txname, tx.txowner)
-                tail = self.tail(tb, seqid, u)
+                tail = self.tail(tb, seqid, u, rec.group, rec.group_seq)
             hit = frames.get(id(rec.table))
             if hit is not None and hit[0] is rec.table and rec.data is None:
                 data = hit[1].record(rec.values, rec.iotype, rec.before_after, rec.io_time,
@@ -224,12 +246,13 @@ class TrailEncoder:
         tb, u = self.transaction_tokens(tx.txid, tx.txname, tx.txowner)
         end = len(records) - 1 if last else -1
         out: list[bytes] = []
-        seq_text = None
+        tail_of = None  # the (seqid, group, group_seq) ``tail`` was made for
         tail = b""
         for n, rec in enumerate(records):
-            if rec.seqid != seq_text:
-                seq_text = rec.seqid
-                tail = self.tail(tb, seq_text, u)
+            if tail_of is None or rec.seqid != tail_of[0] or rec.group != tail_of[1] or (
+                    rec.group_seq != tail_of[2]):
+                tail_of = (rec.seqid, rec.group, rec.group_seq)
+                tail = self.tail(tb, rec.seqid, u, rec.group, rec.group_seq)
             if n:
                 ind = TRANSIND_END if n == end else TRANSIND_MIDDLE
             else:
@@ -290,6 +313,19 @@ class TrailEncoder:
             raise MessageError(f"bad record header field: {exc!r}", source=seqid,
                                position=f"table {table.name}") from None
         return b"".join((pre, d, tail, self._head(REC_Z, GZ_INFO, total)))
+
+
+def group_pairs(group: str, group_seq: str | None) -> bytes:
+    """The user token pairs of a message group (JMSXGroupID, and JMSXGroupSeq when it has one);
+    a NUL in either cannot be written (the pairs are NUL-terminated)."""
+    if "\x00" in group or group_seq is not None and "\x00" in group_seq:
+        raise MessageError(f"message group {quoted(group)} (JMSXGroupID/JMSXGroupSeq) contains "
+                           "a NUL character")
+    out = UTOKEN_GROUP.encode() + b"\x00" + group.encode(errors="surrogateescape") + b"\x00"
+    if group_seq is not None:
+        out += (UTOKEN_GROUP_SEQ.encode() + b"\x00" + group_seq.encode(errors="surrogateescape")
+                + b"\x00")
+    return out
 
 
 @lru_cache(maxsize=2)

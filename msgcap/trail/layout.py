@@ -21,6 +21,12 @@ TOKEN_NAMES = {0x36: "TRANID", 0x56: "VAMSEQID", 0x52: "ORAROWID", 0x4C: "LOGCSN
                0x74: "ORATAG"}
 TOKEN_TRANID, TOKEN_VAMSEQID = 0x36, 0x56
 
+# User token names (§10): the transaction's name and owner, and the order tokens a downstream
+# checks (``msgcap dump --check-order``): the capture's partition, the message group and the
+# message's number in it.
+UTOKEN_TXNAME, UTOKEN_TXOWNER = "TXNAME", "TXOWNER"
+UTOKEN_PARTITION, UTOKEN_GROUP, UTOKEN_GROUP_SEQ = "MSGCAP_PARTITION", "JMSXGroupID", "JMSXGroupSeq"
+
 # Record header constants msgcap writes (§5).
 HDR_IND = 0x45  # 'E'
 PARTITION = 0x04

@@ -34,7 +34,8 @@ class TrailRecord:
     ``key_before`` is used by PKUPDATE only: per column the key's before value, MISSING elsewhere.
     ``data``, when set, is the D token's value already encoded from those (the Spark batch
     encodes columns in its parse pass and frames records later), or the MessageError encoding
-    them raised, which the encoder raises when the record is written.
+    them raised, which the encoder raises when the record is written. ``group``/``group_seq``:
+    the message group and sequence of the record's message (§10 user tokens), None without.
     """
 
     table: Table
@@ -46,6 +47,8 @@ class TrailRecord:
     values: list[Any] | None
     key_before: list[Any] | None = None
     data: Any = None
+    group: str | None = None
+    group_seq: str | None = None
 
 
 @dataclass(slots=True)

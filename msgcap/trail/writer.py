@@ -181,7 +181,8 @@ class TrailWriter:
 
     def __init__(self, path: str, *, seqlen: int = 9, megabytes: int = 100,
                  byteorder: ByteOrder = "big", sync: SyncMode = "batch", extract: str = "MSGCAP",
-                 uri: str | None = None, header_path: str | None = None) -> None:
+                 uri: str | None = None, header_path: str | None = None,
+                 partition: int | None = None) -> None:
         if seqlen not in (6, 9):
             raise ValueError(f"seqlen {seqlen} (expected 6 or 9)")
         if not 1 <= megabytes <= 2000:
@@ -195,7 +196,7 @@ class TrailWriter:
         self.uri = uri if uri is not None else default_uri(extract)
         # the prefix file headers name: ``msgcap batch`` writes trail.path's files elsewhere
         self.header_path = header_path if header_path is not None else path
-        self.encoder = TrailEncoder(byteorder)
+        self.encoder = TrailEncoder(byteorder, partition)  # (partition: §10 user token)
         self._head = layout_for(byteorder).head.unpack_from
         self._fd: int | None = None
         self._seqno = 0

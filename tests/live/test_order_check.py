@@ -1,0 +1,103 @@
+"""Order a downstream can check (issue 36), on real brokers: a JMS producer (tests/java) sends
+grouped messages (JMSXGroupID, JMSXGroupSeq), msgcap captures them, ``msgcap dump --json`` shows
+the group, its sequence and the capture's partition as tokens of every record, and
+``msgcap dump --check-order`` passes; messages numbered out of order, and a group captured by two
+partitions' captures, make it name the group and exit 2."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests import jms_clients
+from tests.conftest import Broker
+from tests.jms_providers import Provider
+from tests.live.conftest import Work
+
+pytestmark = pytest.mark.broker
+
+# A SALES.CUSTOMER insert of message number n (tests.live.conftest.body for n < 97).
+BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n},City {n},"
+        "2024-03-01 10:15:30\n")
+
+
+@pytest.fixture
+def artemis(artemis_amqp: Broker) -> Broker:
+    if not artemis_amqp.running():  # a test that stopped it and failed before restarting it
+        artemis_amqp.start()
+    return artemis_amqp
+
+
+def produce(url: str, destination: str, first: int, count: int, *args: str,
+            openwire: bool = False) -> None:
+    """Messages first..first+count-1 (SALES inserts) sent by the JMS producer; with ``--group``
+    numbered 1..count in their group."""
+    jms_clients.produce(url, destination, "--first", str(first), "--count", str(count),
+                        "--body", BODY, *args, openwire=openwire)
+
+
+def order_tokens(work: Work, trail: str = "dirdat/sa") -> list[tuple[str | None, ...]]:
+    """(MSGCAP_PARTITION, JMSXGroupID, JMSXGroupSeq) of every record, as dump --json shows."""
+    done = work.msgcap("dump", "--json", trail, check=True)
+    records = [json.loads(x) for x in done.stdout.splitlines() if '"kind": "record"' in x]
+    return [tuple(r["tokens"].get(k) for k in ("MSGCAP_PARTITION", "JMSXGroupID",
+                                                "JMSXGroupSeq")) for r in records]
+
+
+def test_groups_captured_from_artemis_are_tokens_their_order_checked(work, artemis) -> None:
+    queue = f"/queue/test-{uuid.uuid4().hex}"
+    produce(artemis.url, queue, 1, 3, "--group", "orders-7")
+    produce(artemis.url, queue, 4, 3, "--group", "orders-8")
+    work.properties(jms_url=artemis.url, jms_destination=queue, msgcap_partition=2)
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert order_tokens(work) == [("2", g, s) for g in ("orders-7", "orders-8")
+                                  for s in ("1", "2", "3")]
+    done = work.msgcap("dump", "--check-order", "dirdat/sa")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "order check: 6 records, 2 message groups, 1 trails: 0 findings"]
+
+    # the producer numbers orders-7 anew (1, 2 after 3), and orders-8 jumps to 9
+    produce(artemis.url, queue, 7, 2, "--group", "orders-7")
+    produce(artemis.url, queue, 9, 1, "--group", "orders-8", "--prop", "JMSXGroupSeq=int:{n}")
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
+    assert order_tokens(work)[6:] == [("2", "orders-7", "1"), ("2", "orders-7", "2"),
+                                      ("2", "orders-8", "9")]
+    done = work.msgcap("dump", "--check-order", "dirdat/sa")
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [x.split(" at ")[0] for x in lines[:-1]] == [
+        "dirdat/sa: group 'orders-7' went backwards from 3 to 1",
+        "dirdat/sa: group 'orders-8' skipped 4–8 (from 3 to 9)"]
+    assert lines[-1] == "order check: 9 records, 2 message groups, 1 trails: 2 findings"
+    assert "Traceback" not in done.stderr
+
+    # a second partition's capture takes a message of group orders-8 as well
+    other = f"/queue/test-{uuid.uuid4().hex}"
+    produce(artemis.url, other, 10, 1, "--group", "orders-8")
+    props = work.root / "dirprm" / "p3.properties"
+    props.write_text(work.prop.read_text().replace("dirdat/sa", "dirdat/sb")
+                     .replace("trail.extract=SALES", "trail.extract=SALES3")
+                     .replace("msgcap.partition=2", "msgcap.partition=3")
+                     .replace(queue, other))
+    work.msgcap("run", "--prop", str(props), "--max-idle", "2", check=True)
+    assert order_tokens(work, "dirdat/sb") == [("3", "orders-8", "1")]
+    done = work.msgcap("dump", "--check-order", "dirdat/sa", "dirdat/sb")
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[2].startswith(
+        "dirdat/sb: group 'orders-8' is also in trail dirdat/sa (at dirdat/sb000000000 RBA ")
+
+
+def test_groups_reach_the_trail_through_each_providers_own_client(work: Work,
+                                                                  provider: Provider) -> None:
+    """ActiveMQ's OpenWire client and Artemis's core client (the JVM path) give the group and
+    its number as a JMS consumer reads them; a message without a group has no group tokens."""
+    queue = provider.new_queue()
+    produce(provider.url, queue, 1, 2, "--group", "G", openwire=provider.openwire)
+    produce(provider.url, queue, 3, 1, openwire=provider.openwire)
+    work.properties(**provider.properties(queue))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "3", check=True)
+    assert order_tokens(work) == [(None, "G", "1"), (None, "G", "2"), (None, None, None)]
+    assert work.msgcap("dump", "--check-order", "dirdat/sa").returncode == 0
