@@ -19,7 +19,8 @@ each msgcap process's CPU per message it captured (from wait4), the broker's (be
 /proc) per message over each drain, how many cores the captures and the broker kept busy
 together and how many the whole machine did (/proc/stat: other work on the machine shows as the
 difference), and the ceiling the CPU per message sets on this machine's cores (cores / (msgcap
-+ broker CPU per message)): what bounds the aggregate rate.
++ broker CPU per message), and at most one core per msgcap process): what bounds the aggregate
+rate.
 """
 
 from __future__ import annotations
@@ -127,7 +128,14 @@ def drain(prop: Path, partitions: int, n: int, node_pid: int) -> dict:
     elapsed = max(ends) - min(starts)
     return {"rate": n / elapsed, "elapsed": elapsed, "counts": counts, "cpus": cpus,
             "beam": beam, "cores": (sum(cpus) + beam) / elapsed, "machine": machine,
-            "ceiling": (os.cpu_count() or 1) / ((sum(cpus) + beam) / n)}
+            "ceiling": ceiling(partitions, sum(cpus) / n, beam / n)}
+
+
+def ceiling(partitions: int, msgcap: float, broker: float) -> float:
+    """The messages/s this machine's cores allow at these CPU seconds per message: all cores
+    shared by the captures and the broker, and at most one core per msgcap process (its
+    capture thread holds the GIL)."""
+    return min((os.cpu_count() or 1) / (msgcap + broker), partitions / msgcap)
 
 
 def report(label: str, n: int, f: dict) -> None:
