@@ -7,7 +7,8 @@ consistent-hash exchange into four single-active-consumer queues through the man
 API, its properties file is the one the four captures run with, and a producer publishes keyed
 messages (the key is the routing key) while captures are killed with ``kill -9`` at random
 moments and restarted: every message must be in exactly one trail exactly once, and each key in
-one trail only, in the order sent.
+one trail only, in the order sent. On Artemis, the recipe's filtered queues of one multicast
+address, captured by their fully qualified names.
 """
 
 from __future__ import annotations
@@ -263,3 +264,57 @@ def test_rabbitmq_consistent_hash_partitions_capture_every_message_once_in_key_o
     assert code == 3 and final["states"] == {"stopped": 4}, final
     assert [p["checkpoint"]["last_seqid"] for p in final["partitions"]] == [
         trails[n][-1] for n in PARTITIONS]
+
+
+# ---- Artemis: filtered queues of a multicast address -------------------------------------
+
+def test_artemis_filtered_queues_capture_each_partition_once(artemis_amqp, work, tmp_path):
+    """docs/brokers.md's Artemis recipe as written (the ``artemis queue create`` block): a
+    producer sends keyed messages to the address with ``partition`` = CRC-32 of the key mod 4;
+    four captures of the fully qualified queues write each message once, each key into one
+    trail, and a message without the property waits in ``orders.changes.unrouted``."""
+    import zlib
+
+    from tests.amqp_client import send
+    from tests.live.conftest import peek
+
+    broker = artemis_amqp
+    if not broker.running():  # a test that stopped it and failed before restarting it
+        broker.start()
+    recipe = [s.text for s in steps(BROKERS_MD)
+              if s.kind == "run" and s.arg == "artemis-partitions"]
+    assert len(recipe) == 1
+    home = subprocess.run(["bash", str(REPO / "scripts" / "artemis.sh"), "home"], check=True,
+                          capture_output=True, text=True, timeout=600).stdout.strip()
+    script = recipe[0].replace("/opt/apache-artemis", home).replace(
+        "tcp://artemis1.example.com:61616", f"tcp://127.0.0.1:{broker.port}")
+    done = run_shell(script, tmp_path, user_env(tmp_path, MQ_USER="msgcap", MQ_PASSWORD="x"))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    rng = random.Random(36)
+    total, keys = 800, 24
+    key_of = {seq: rng.randrange(keys) for seq in range(1, total + 1)}
+    partition_of = {key: zlib.crc32(f"key{key}".encode()) % 4 for key in range(keys)}
+    for n in PARTITIONS:
+        mine = [seq for seq in key_of if partition_of[key_of[seq]] == n]
+        assert send(broker.url, "orders.changes", [work.body(s) for s in mine],
+                    properties={"partition": n}) == len(mine)
+    assert send(broker.url, "orders.changes", [work.body(total + 1)]) == 1  # no partition
+
+    work.prop.write_text(BASE_PROPS.replace("trail.path=dirdat/sa",
+                                            "trail.path=dirdat/orders${PARTITION}/oc")
+                         .replace("trail.extract=SALES", "trail.extract=ORDERS${PARTITION}")
+                         + f"jms.url={broker.url}\n"
+                         "jms.destination=orders.changes::orders.changes.${PARTITION}\n")
+    captures = [work.start("run", "--prop", str(work.prop), "--partition", str(n),
+                           "--max-idle", "2") for n in PARTITIONS]
+    assert [c.wait(timeout=300) for c in captures] == [0] * 4, (
+        work.root / "run.out").read_text()
+
+    trails = {n: [int(s) for s in trail_seqids(work.root / f"dirdat/orders{n}/oc")]
+              for n in PARTITIONS}
+    assert sorted(s for seqs in trails.values() for s in seqs) == list(range(1, total + 1))
+    for n, seqs in trails.items():
+        assert seqs == sorted(seqs) and {partition_of[key_of[s]] for s in seqs} == {n}
+    unrouted = peek(broker, "/queue/orders.changes::orders.changes.unrouted")
+    assert len(unrouted) == 1 and f"{total + 1:010d}" in str(unrouted[0][1])
