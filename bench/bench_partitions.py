@@ -17,7 +17,7 @@ message accepted once its group is durable). The rate runs from the first captur
 to the last durable checkpoint of all of them. Prints messages/s of each setup and their ratio,
 each msgcap process's CPU per message it captured (from wait4), the broker's (beam.smp's, from
 /proc) per message over each drain, how many cores the captures and the broker kept busy
-together and how many the whole machine did (/proc/stat: other work on the machine shows as the
+together from the captures' start to their exit and how many the whole machine did (/proc/stat: other work on the machine shows as the
 difference), and the ceiling the CPU per message sets on this machine's cores (cores / (msgcap
 + broker CPU per message), and at most one core per msgcap process): what bounds the aggregate
 rate.
@@ -114,7 +114,8 @@ def drain(prop: Path, partitions: int, n: int, node_pid: int) -> dict:
             raise SystemExit(f"msgcap run failed: {proc.stderr.read()}")
         cpus.append(usage.ru_utime + usage.ru_stime)
     beam = process_cpu(node_pid) - beam
-    machine = (machine_cpu() - machine) / (time.monotonic() - wall)
+    wall = time.monotonic() - wall  # start-up to exit: the span the CPU figures cover
+    machine = (machine_cpu() - machine) / wall
     counts, starts, ends = [], [], []
     for p in range(partitions):
         cp = json.loads((root / "dirchk" / f"SALES{p}.cpj").read_text())
@@ -127,7 +128,7 @@ def drain(prop: Path, partitions: int, n: int, node_pid: int) -> dict:
         raise SystemExit(f"captures saw {sum(counts)} messages, expected {n}")
     elapsed = max(ends) - min(starts)
     return {"rate": n / elapsed, "elapsed": elapsed, "counts": counts, "cpus": cpus,
-            "beam": beam, "cores": (sum(cpus) + beam) / elapsed, "machine": machine,
+            "beam": beam, "cores": (sum(cpus) + beam) / wall, "machine": machine,
             "ceiling": ceiling(partitions, sum(cpus) / n, beam / n)}
 
 
