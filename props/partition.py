@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from props.errors import PropertyError
+from props.keys import JNDI_HEADS, JNDI_PREFIX
 
 VARIABLE = "PARTITION"
 ENV = "MSGCAP_PARTITION"
@@ -116,11 +117,20 @@ def check_partitioned(raw: Mapping[str, tuple[str, int]], file: str, partition: 
         needed.append("report.http")
     if discards_to_file:
         needed.append("error.file")
+    if not any(_reads_source(key) for key in partitioned):
+        needed.append("jms.destination")
     for key in needed:
         if key not in partitioned:
             line = raw[key][1] if key in raw else None
             raise PropertyError(f"must write ${{{VARIABLE}}} in a partitioned file: "
                                 f"{_why(key)}", prop=key, file=file, line=line)
+
+
+def _reads_source(key: str) -> bool:
+    """Whether a property names what a capture reads: its queue, its broker or spool
+    directory, or a JNDI entry or environment that may name them."""
+    return (key in ("jms.url", "jms.destination") or key.startswith(JNDI_PREFIX)
+            or key.partition(".")[0] in JNDI_HEADS)
 
 
 def _why(key: str) -> str:
@@ -130,6 +140,11 @@ def _why(key: str) -> str:
                          "(FEED${PARTITION})",
         "gg.log.file": "each partition logs to a file of its own",
         "trail.purge.readers": "each partition's trail has readers of its own",
+        "jms.destination": "partitions that read one queue (or spool directory) compete for "
+                           "its messages, and those one capture had not acknowledged when it "
+                           "stopped go to another one's trail too: give each partition its "
+                           "queue (/queue/orders.changes.${PARTITION}), or write ${PARTITION} "
+                           "in jms.url",
         "report.http": "each partition serves on a port of its own (or port 0)",
         "error.file": "each partition discards to a file of its own "
                       "(dirrpt/FEED${PARTITION}.dsc)",

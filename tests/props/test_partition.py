@@ -84,6 +84,22 @@ def test_partitions_never_share_a_trail_or_a_checkpoint(change, where):
     assert where in message and "must write ${PARTITION} in a partitioned file" in message
 
 
+def test_partitions_never_compete_for_one_queue():
+    one_queue = FILE.replace("orders.changes.${PARTITION}", "orders.changes")
+    message = refused(one_queue, partition=0)
+    assert message.startswith("dirprm/orders.properties:5: jms.destination: must write "
+                              "${PARTITION} in a partitioned file: partitions that read one "
+                              "queue (or spool directory) compete for its messages"), message
+    # a broker or a spool directory per partition is a source per partition too
+    assert load(one_queue.replace("127.0.0.1:5672", "broker${PARTITION}:5672"), 1).jms.url == (
+        "amqp://broker1:5672",)
+    spool = one_queue.replace("amqp://127.0.0.1:5672", "dir:dirspool${PARTITION}").replace(
+        "jms.destination=/queue/orders.changes\n", "")
+    assert load(spool, 1).jms.url == ("dir:dirspool1",)
+    assert "jms.destination: must write" in refused(spool.replace("${PARTITION}\n", "\n", 1),
+                                                    partition=1)
+
+
 @pytest.mark.parametrize("extra, prop", [
     ("gg.log.file=dirrpt/orders.log", "gg.log.file"),
     ("trail.purge.readers=dirchk/rep.pos", "trail.purge.readers"),
