@@ -230,7 +230,7 @@ def test_rabbitmq_consistent_hash_partitions_capture_every_message_once_in_key_o
     producer = threading.Thread(target=_publish, args=(broker, messages, work.body))
     producer.start()
     kills = 0
-    while producer.is_alive():  # kill -9 one capture at a random moment, start it again
+    while producer.is_alive() or kills < 4:  # kill -9 a capture at a random moment, restart it
         time.sleep(rng.uniform(0.2, 1.2))
         n = rng.choice(PARTITIONS)
         os.kill(captures[n].pid, signal.SIGKILL)
@@ -244,7 +244,6 @@ def test_rabbitmq_consistent_hash_partitions_capture_every_message_once_in_key_o
         for n, q in enumerate(queues):
             if broker.queues()[q][0]:
                 assert start(n).wait(timeout=300) == 0
-    assert kills >= 3
 
     trails = {n: trail_seqids(work.root / f"dirdat/orders{n}/oc") for n in PARTITIONS}
     every = sorted(s for seqids in trails.values() for s in seqids)
