@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark at the size its issue names, one after another, and prints their figures
 # (each prints its own same-run baseline and ratio). Usage: bash bench/run_all.sh [NAME...]
-# NAME is one of: trail replay_delim fixed xml copybook capture amqp artemis jms batch restart takeover e2e (default: all).
+# NAME is one of: trail replay_delim fixed xml copybook capture amqp partitions artemis jms batch restart takeover e2e
+# (default: all).
 # Run it on a quiet machine: figures are per core and the machine has two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,7 @@ declare -A CMD=(
   [copybook]="bench/bench_copybook.py"
   [capture]="bench/bench_capture.py --messages 200000"
   [amqp]="bench/bench_amqp.py --messages 200000"
+  [partitions]="bench/bench_partitions.py --messages 200000"
   [artemis]="bench/bench_artemis.py --messages 200000"
   [jms]="bench/bench_jms.py --messages 200000"
   [batch]="bench/bench_batch.py --records 1000000"
@@ -23,7 +25,7 @@ declare -A CMD=(
   [takeover]="bench/bench_takeover.py --rounds 20"
   [e2e]="bench/bench_e2e.py"
 )
-ORDER=(trail replay_delim fixed xml copybook capture amqp artemis jms batch restart takeover e2e)
+ORDER=(trail replay_delim fixed xml copybook capture amqp partitions artemis jms batch restart takeover e2e)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${ORDER[@]}")
 for name in "${names[@]}"; do

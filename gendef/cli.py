@@ -16,6 +16,7 @@ from gendef.build import build_definitions, check_names_known
 from gendef.defgen import encode_defs, write_defs
 from gendef.logsetup import configure_logging
 from props.errors import MsgcapError
+from props.partition import partition_argument
 
 log = logging.getLogger("gendef")
 
@@ -52,13 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-out", "--out", metavar="FILE",
                         help="write the definitions to FILE (temporary file + rename) instead "
                              "of standard output")
+    parser.add_argument("-partition", "--partition", type=partition_argument, metavar="N",
+                        help="the partition number ${PARTITION} stands for in the properties "
+                             "(default: $MSGCAP_PARTITION); every partition of a feed has the "
+                             "same definitions")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    dashes = [a for a in argv if a[:1] in "\u2013\u2014" and a[1:] in ("prop", "out")]
+    dashes = [a for a in argv if a[:1] in "\u2013\u2014" and a[1:] in ("prop", "out", "partition")]
     if dashes:
         parser.error(f"{dashes[0]} starts with a typographic dash; write -{dashes[0][1:]}")
     args = parser.parse_args(argv)
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(None, command="gendef", log_to_file=False)
         from props.loader import load_settings
 
-        settings = load_settings(args.prop)
+        settings = load_settings(args.prop, partition=args.partition)
         configure_logging(settings, command="gendef", log_to_file=False)
         check_names_known(settings)
         defs = build_definitions(settings)

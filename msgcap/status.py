@@ -184,6 +184,7 @@ def capture_status(settings: Any, now: int | None = None) -> dict[str, Any]:
     return {
         "version": VERSION,
         "extract": trail.extract,
+        "partition": settings.partition,
         "state": state,
         "pid": pid if pid is not None else (published or {}).get("pid"),
         "standbys": standbys(settings.checkpoint_dir, trail.extract, now),
@@ -339,3 +340,46 @@ def _retention_lines(status: dict[str, Any]) -> list[str]:
     elif rules is not None:
         lines.append("last purge: none yet")
     return lines
+
+
+def group_status(statuses: list[dict[str, Any]], file: str) -> dict[str, Any]:
+    """``msgcap status --partition A-B`` (the ``--json`` shape): each partition's status, in
+    the order asked, and what a monitor wants of the group at a glance: how many are in each
+    state, the largest lag, and every problem prefixed by its partition."""
+    states: dict[str, int] = {}
+    for status in statuses:
+        states[status["state"]] = states.get(status["state"], 0) + 1
+    lags = [s["lag_seconds"] for s in statuses if s["lag_seconds"] is not None]
+    return {"version": VERSION, "file": file,
+            "states": {state: states[state] for state in STATES if state in states},
+            "max_lag_seconds": max(lags, default=None),
+            "messages": sum(s["checkpoint"]["messages"] for s in statuses
+                            if s["checkpoint"] is not None),
+            "partitions": statuses,
+            "problems": [f"partition {s['partition']}: {problem}" for s in statuses
+                         for problem in s["problems"]]}
+
+
+def group_text(group: dict[str, Any]) -> str:
+    """The group for people: a head line, then one line per partition (its extract, state,
+    durable position, counters, lag and trail size); ``--partition N`` shows one in full."""
+    states = ", ".join(f"{n} {state}" for state, n in group["states"].items())
+    head = (f"{group['file']}: {len(group['partitions'])} partitions ({states}); "
+            f"{group['messages']} messages durable; largest lag "
+            f"{lag_words(group['max_lag_seconds'])}")
+    lines = [head]
+    for status in group["partitions"]:
+        state = status["state"]
+        if state == "running":
+            state += f" (pid {status['pid']})"
+        cp = status["checkpoint"]
+        where = ("no checkpoint" if cp is None else
+                 f"{cp['file']} RBA {cp['rba']}, {cp['transactions']} transactions, "
+                 f"{cp['messages']} messages")
+        trail = status["trail"]
+        lines.append(f"partition {status['partition']}: extract {status['extract']}: {state}; "
+                     f"{where}; lag {lag_words(status['lag_seconds'])}; trail "
+                     f"{trail['path']}: {len(trail['files'])} files, {trail['bytes']} bytes")
+        if status["error"]:
+            lines.append(f"  error: {status['error']}")
+    return "\n".join(lines)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from props import partition
 from props.errors import PropertyError
 
 log = logging.getLogger("msgcap.props")
@@ -184,8 +185,9 @@ class UnsetVariable(PropertyError):
 
     def __init__(self, name: str, *, prop: str, file: str, line: int) -> None:
         self.name = name
-        super().__init__(f"environment variable {name} is not set", prop=prop, file=file,
-                         line=line)
+        reason = (partition.unset_error(prop, file, line).reason if name == partition.VARIABLE
+                  else f"environment variable {name} is not set")
+        super().__init__(reason, prop=prop, file=file, line=line)
 
 
 def substitute_env(value: str, env: Mapping[str, str], *, prop: str, file: str,

@@ -13,6 +13,7 @@ each section's builder in ``props.sections``; this module puts them together.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import os
@@ -40,6 +41,7 @@ from props.keys import (
     is_rule_key,
 )
 from props.kinds import PROPERTIES, misplaced
+from props.partition import check_partitioned, first_use, given_partition, unset_error, variables
 from props.reader import (
     Pending,
     Reader,
@@ -73,8 +75,10 @@ _SETTINGS = Settings()  # the defaults of unset properties
 _NCNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 
-def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate a properties file (UTF-8); ``env`` defaults to ``os.environ``."""
+def load_settings(path: str, env: Mapping[str, str] | None = None,
+                  partition: int | None = None) -> Settings:
+    """Read and validate a properties file (UTF-8); ``env`` defaults to ``os.environ``;
+    ``partition`` (``--partition``) is what ``${PARTITION}`` stands for (``props.partition``)."""
     try:
         data = read_input(path)
     except OSError as exc:
@@ -87,18 +91,32 @@ def load_settings(path: str, env: Mapping[str, str] | None = None) -> Settings:
         raise PropertyError("not valid UTF-8", file=path, line=line) from None
     if (reason := misplaced(text, path, PROPERTIES)) is not None:
         raise PropertyError(reason, file=path)
-    return settings_from_text(text, path, env)
+    return settings_from_text(text, path, env, partition)
 
 
 def settings_from_text(text: str, file: str = "<string>",
-                       env: Mapping[str, str] | None = None) -> Settings:
+                       env: Mapping[str, str] | None = None,
+                       partition: int | None = None) -> Settings:
     """Validate properties given as text (tests, embedded configurations); ``env`` defaults
-    to ``os.environ``."""
+    to ``os.environ``; ``partition`` (else ``MSGCAP_PARTITION``) is ``${PARTITION}``."""
     env = os.environ if env is None else env
+    partition = given_partition(partition, env, file)
+    entries = parse_properties(text, file)
+    if partition is None and (use := first_use((e.key, e.value, e.line) for e in entries)):
+        raise unset_error(use[0], file, use[1])
+    env = variables(env, partition)
     unset: list[UnsetVariable] = []
-    items = _canonical_items(parse_properties(text, file), file, env, unset)
+    items = _canonical_items(entries, file, env, unset)
     jndi = resolve_jndi(items, file, env, unset)
-    return _build(Reader({**items, **jndi.items}, file, unset), jndi)
+    settings = _build(Reader({**items, **jndi.items}, file, unset), jndi)
+    if partition is None:
+        return settings
+    error = settings.error
+    check_partitioned({key: (p.entry.value, p.entry.line) for key, p in items.items()
+                       if p.entry.file == file}, file, partition,
+                      http_port=settings.report_http[1] if settings.report_http else None,
+                      discards_to_file=error.policy == "discard" and not error.destination)
+    return dataclasses.replace(settings, partition=partition)
 
 
 # ---- collection -------------------------------------------------------------------------

@@ -391,7 +391,7 @@ class Settings:
     log: LogSettings = LogSettings()
     report_http: tuple[str, int] | None = None
     report_heartbeat: float | None = None  # seconds between heartbeats of msgcap run
-    partition: int | None = None  # msgcap.partition: this capture's partition of its feed
+    partition: int | None = None  # what ${PARTITION} stands for (props.partition); None: unpartitioned
     lines: dict[str, int] = field(default_factory=dict)  # canonical property -> line
 
     def where(self, prop: str) -> str:

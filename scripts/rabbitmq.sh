@@ -30,7 +30,8 @@
 #                       for SASL EXTERNAL: the common name (CN) of the client certificate that
 #                       logs in as it (test-certs.sh: "msgcap test client"); default: none
 #
-# The node listens on loopback only: STOMP (rabbitmq_stomp), AMQP 1.0 only if asked, no AMQP
+# The node listens on loopback only: STOMP (rabbitmq_stomp; with the exchange type x-consistent-hash
+# of rabbitmq_consistent_hash_exchange for partitioned feeds), AMQP 1.0 only if asked, no AMQP
 # 0-9-1 clients beyond that listener's, no management UI unless MSGCAP_HTTP_PORT is set. With MSGCAP_AMQPS_PORT it also offers
 # SASL EXTERNAL (the rabbitmq_auth_mechanism_ssl plugin: the user is the client certificate's
 # CN) beside PLAIN and AMQPLAIN. Its Erlang distribution port and its own epmd take free
@@ -84,7 +85,8 @@ _write_conf() {
         > "$DIR/.erlang.cookie"; chmod 400 "$DIR/.erlang.cookie"; }
     : > "$DIR/rabbitmq-env.conf"
     echo '[].' > "$DIR/advanced.config"
-    local amqp="listeners.tcp = none" plugins="rabbitmq_stomp"
+    # the consistent-hash exchange of partitioned feeds (docs/brokers.md) is only an exchange type
+    local amqp="listeners.tcp = none" plugins="rabbitmq_stomp,rabbitmq_consistent_hash_exchange"
     if [ -n "$AMQP_PORT" ]; then
         # RabbitMQ 3.x speaks AMQP 1.0 on its AMQP listener, told apart by the protocol header
         plugins="$plugins,rabbitmq_amqp1_0"

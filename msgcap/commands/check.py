@@ -13,6 +13,7 @@ import logging
 import sys
 
 from props.errors import MsgcapError
+from props.partition import partition_argument
 
 EPILOG = f"""\
 It checks the properties, the definitions (copybook, DEFGEN files, header items),
@@ -36,6 +37,9 @@ exit status:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prop", required=True, metavar="FILE",
                         help="properties file (e.g. dirprm/jmsvam.properties)")
+    parser.add_argument("--partition", type=partition_argument, metavar="N",
+                        help="the partition number ${PARTITION} stands for in the properties "
+                             "(default: $MSGCAP_PARTITION)")
     parser.add_argument("--no-connect", action="store_true",
                         help="do not contact the broker (everything else is checked)")
     parser.add_argument("--sample", nargs="+", metavar="DUMP", default=None,
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from props.loader import load_settings
 
     sys.dont_write_bytecode = True  # a jms.id module imported here leaves no __pycache__
-    settings = load_settings(args.prop)
+    settings = load_settings(args.prop, partition=args.partition)
     configure_logging(settings, command="msgcap check", log_to_file=False)
     # the connection lines the source logs for run are part of the report here
     logging.getLogger("msgcap.source").setLevel(logging.WARNING)

@@ -15,6 +15,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
+from props.partition import partition_argument
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -31,6 +33,9 @@ PROGRESS_INTERVAL = 2.0  # seconds between progress lines, by default
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prop", required=True, metavar="FILE",
                         help="properties file (e.g. dirprm/jmsvam.properties)")
+    parser.add_argument("--partition", type=partition_argument, metavar="N",
+                        help="the partition number ${PARTITION} stands for in the properties "
+                             "(default: $MSGCAP_PARTITION)")
     parser.add_argument("--lines", action="store_true",
                         help="each line of a DUMP is one message body (id FILE:LINE)")
     parser.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL,
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from parsers.base import build_parser
     from props.loader import load_settings
 
-    settings = load_settings(args.prop)
+    settings = load_settings(args.prop, partition=args.partition)
     configure_logging(settings, command="msgcap replay", log_to_file=False)
     paths = expand_inputs(args.dumps)
     definitions = build_definitions(settings)

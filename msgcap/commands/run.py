@@ -19,6 +19,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from props.partition import partition_argument
+
 if TYPE_CHECKING:
     from contextlib import ExitStack
 
@@ -32,6 +34,9 @@ log = logging.getLogger("msgcap.run")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prop", required=True, metavar="FILE",
                         help="properties file (e.g. dirprm/jmsvam.properties)")
+    parser.add_argument("--partition", type=partition_argument, metavar="N",
+                        help="the partition number ${PARTITION} stands for in the properties "
+                             "(default: $MSGCAP_PARTITION)")
     parser.add_argument("--max-idle", type=float, default=None, metavar="SECONDS",
                         help="stop when no message arrived for SECONDS and no transaction is "
                              "open, connected to the broker or not (demos, tests); default: run "
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from props.errors import MsgcapError
     from props.loader import load_settings
 
-    settings = load_settings(args.prop)
+    settings = load_settings(args.prop, partition=args.partition)
     settings.jms.require_env()  # the connection settings' ${NAME}, unset: one line
     configure_logging(settings, command="msgcap run", log_to_file=True)
     if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):

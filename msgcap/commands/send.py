@@ -26,6 +26,8 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from props.partition import partition_argument
+
 if TYPE_CHECKING:
     from parsers.model import Message
     from props.settings import Settings
@@ -39,6 +41,9 @@ RECEIPT_EVERY = 500  # frames between receipt requests: what a failure can leave
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prop", required=True, metavar="FILE",
                         help="properties file (jms.url, jms.destination, jms.user, ...)")
+    parser.add_argument("--partition", type=partition_argument, metavar="N",
+                        help="the partition number ${PARTITION} stands for in the properties "
+                             "(default: $MSGCAP_PARTITION)")
     parser.add_argument("--lines", action="store_true",
                         help="each line of a DUMP is one message body (no headers)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
@@ -57,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from props.errors import PropertyError
     from props.loader import load_settings
 
-    settings = load_settings(args.prop)
+    settings = load_settings(args.prop, partition=args.partition)
     settings.jms.require_env()  # the connection settings' ${NAME}, unset: one line
     configure_logging(settings, command="msgcap send", log_to_file=False)
     if not logging.getLogger("msgcap").isEnabledFor(logging.DEBUG):
