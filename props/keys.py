@@ -26,7 +26,7 @@ GLOBAL_KEYS = frozenset({
     "gg.log", "gg.log.level", "gg.log.file", "report.http", "report.http.allowremote",
     "report.heartbeat", "jms.spool.minage", "jms.maxbytes", "jms.sasl.mechanisms",
     "jms.connectionFactory", "java.naming.factory.initial", "java.naming.provider.url",
-    "jms.client", "jvm.bootoptions", "connectionFactoryNames", "msgcap.partition",
+    "jms.client", "jvm.bootoptions", "connectionFactoryNames",
 })
 
 # First key segments of JNDI entries written in the properties file: Qpid JMS's
@@ -91,7 +91,7 @@ RULE_ALIASES = {"schemandtable": "schemaandtable", "optype.insert": "optype.inse
 
 # First key segments that are sections, so not XML rule names.
 RESERVED = frozenset({"parser", "fixed", "delim", "xml", "xmlparser", "jms", "trail",
-                      "checkpoint", "archive", "error", "report", "gg", "jvm", "java", "msgcap",
+                      "checkpoint", "archive", "error", "report", "gg", "jvm", "java",
                       *JNDI_HEADS})
 
 # XML rule attributes per rule type (§6.2) and the expression forms each accepts.

@@ -277,6 +277,5 @@ def _build(r: Reader, jndi: Resolved) -> Settings:
         log=log_settings(r),
         report_http=report_http(r),
         report_heartbeat=report_heartbeat(r),
-        partition=r.integer("msgcap.partition", None, 0),
         lines={key: p.entry.line for key, p in r.items.items() if p.entry.file == r.file},
     )

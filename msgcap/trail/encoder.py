@@ -123,7 +123,8 @@ class TrailEncoder:
     def __init__(self, byteorder: str = "big", partition: int | None = None) -> None:
         self.layout = layout_for(byteorder)
         self.byteorder = byteorder
-        # ``msgcap.partition``: every record's U token names it (§10); b"" without
+        # a partitioned feed's partition (``--partition``): every record's U token names it
+        # (§10); b"" without
         self.partition_pairs = (b"" if partition is None else
                                 UTOKEN_PARTITION.encode() + b"\x00%d\x00" % partition)
         self.partition_u = (self.layout.head.pack(TOK_U, 0, len(self.partition_pairs))

@@ -38,7 +38,7 @@ def produce(url: str, destination: str, first: int, count: int, *args: str,
                         "--body", BODY, *args, openwire=openwire)
 
 
-def order_tokens(work: Work, trail: str = "dirdat/sa") -> list[tuple[str | None, ...]]:
+def order_tokens(work: Work, trail: str) -> list[tuple[str | None, ...]]:
     """(MSGCAP_PARTITION, JMSXGroupID, JMSXGroupSeq) of every record, as dump --json shows."""
     done = work.msgcap("dump", "--json", trail, check=True)
     records = [json.loads(x) for x in done.stdout.splitlines() if '"kind": "record"' in x]
@@ -47,14 +47,17 @@ def order_tokens(work: Work, trail: str = "dirdat/sa") -> list[tuple[str | None,
 
 
 def test_groups_captured_from_artemis_are_tokens_their_order_checked(work, artemis) -> None:
-    queue = f"/queue/test-{uuid.uuid4().hex}"
+    queues = f"/queue/test-{uuid.uuid4().hex}-"  # and the partition's number
+    queue = f"{queues}2"
     produce(artemis.url, queue, 1, 3, "--group", "orders-7")
     produce(artemis.url, queue, 4, 3, "--group", "orders-8")
-    work.properties(jms_url=artemis.url, jms_destination=queue, msgcap_partition=2)
-    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
-    assert order_tokens(work) == [("2", g, s) for g in ("orders-7", "orders-8")
+    work.properties(jms_url=artemis.url, jms_destination=queues + "${PARTITION}",
+                    trail_path="dirdat/s${PARTITION}", trail_extract="SALES${PARTITION}")
+    run = ("run", "--prop", str(work.prop), "--partition", "2", "--max-idle", "2")
+    work.msgcap(*run, check=True)
+    assert order_tokens(work, "dirdat/s2") == [("2", g, s) for g in ("orders-7", "orders-8")
                                   for s in ("1", "2", "3")]
-    done = work.msgcap("dump", "--check-order", "dirdat/sa")
+    done = work.msgcap("dump", "--check-order", "dirdat/s2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == [
         "order check: 6 records, 2 message groups, 1 trails: 0 findings"]
@@ -62,32 +65,27 @@ def test_groups_captured_from_artemis_are_tokens_their_order_checked(work, artem
     # the producer numbers orders-7 anew (1, 2 after 3), and orders-8 jumps to 9
     produce(artemis.url, queue, 7, 2, "--group", "orders-7")
     produce(artemis.url, queue, 9, 1, "--group", "orders-8", "--prop", "JMSXGroupSeq=int:{n}")
-    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "2", check=True)
-    assert order_tokens(work)[6:] == [("2", "orders-7", "1"), ("2", "orders-7", "2"),
+    work.msgcap(*run, check=True)
+    assert order_tokens(work, "dirdat/s2")[6:] == [("2", "orders-7", "1"), ("2", "orders-7", "2"),
                                       ("2", "orders-8", "9")]
-    done = work.msgcap("dump", "--check-order", "dirdat/sa")
+    done = work.msgcap("dump", "--check-order", "dirdat/s2")
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert [x.split(" at ")[0] for x in lines[:-1]] == [
-        "dirdat/sa: group 'orders-7' went backwards from 3 to 1",
-        "dirdat/sa: group 'orders-8' skipped 4–8 (from 3 to 9)"]
+        "dirdat/s2: group 'orders-7' went backwards from 3 to 1",
+        "dirdat/s2: group 'orders-8' skipped 4–8 (from 3 to 9)"]
     assert lines[-1] == "order check: 9 records, 2 message groups, 1 trails: 2 findings"
     assert "Traceback" not in done.stderr
 
     # a second partition's capture takes a message of group orders-8 as well
-    other = f"/queue/test-{uuid.uuid4().hex}"
-    produce(artemis.url, other, 10, 1, "--group", "orders-8")
-    props = work.root / "dirprm" / "p3.properties"
-    props.write_text(work.prop.read_text().replace("dirdat/sa", "dirdat/sb")
-                     .replace("trail.extract=SALES", "trail.extract=SALES3")
-                     .replace("msgcap.partition=2", "msgcap.partition=3")
-                     .replace(queue, other))
-    work.msgcap("run", "--prop", str(props), "--max-idle", "2", check=True)
-    assert order_tokens(work, "dirdat/sb") == [("3", "orders-8", "1")]
-    done = work.msgcap("dump", "--check-order", "dirdat/sa", "dirdat/sb")
+    produce(artemis.url, f"{queues}3", 10, 1, "--group", "orders-8")
+    work.msgcap("run", "--prop", str(work.prop), "--partition", "3", "--max-idle", "2",
+                check=True)
+    assert order_tokens(work, "dirdat/s3") == [("3", "orders-8", "1")]
+    done = work.msgcap("dump", "--check-order", "dirdat/s2", "dirdat/s3")
     assert done.returncode == 2
     assert done.stdout.splitlines()[2].startswith(
-        "dirdat/sb: group 'orders-8' is also in trail dirdat/sa (at dirdat/sb000000000 RBA ")
+        "dirdat/s3: group 'orders-8' is also in trail dirdat/s2 (at dirdat/s3000000000 RBA ")
 
 
 def test_groups_reach_the_trail_through_each_providers_own_client(work: Work,
@@ -99,5 +97,5 @@ def test_groups_reach_the_trail_through_each_providers_own_client(work: Work,
     produce(provider.url, queue, 3, 1, openwire=provider.openwire)
     work.properties(**provider.properties(queue))
     work.msgcap("run", "--prop", str(work.prop), "--max-idle", "3", check=True)
-    assert order_tokens(work) == [(None, "G", "1"), (None, "G", "2"), (None, None, None)]
+    assert order_tokens(work, "dirdat/sa") == [(None, "G", "1"), (None, "G", "2"), (None, None, None)]
     assert work.msgcap("dump", "--check-order", "dirdat/sa").returncode == 0

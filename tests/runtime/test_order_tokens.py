@@ -1,4 +1,4 @@
-"""Order a downstream can check (issue 36): the partition (``msgcap.partition``), the message
+"""Order a downstream can check (issue 36): the partition (``--partition``, ``${PARTITION}``), the message
 group and its sequence (JMSXGroupID, JMSXGroupSeq) as user tokens on every record of a message,
 by the compiled path and the general path alike, shown by ``msgcap dump --json``, and
 ``msgcap dump --check-order`` finding groups (and keys) that went backwards, skipped or were
@@ -21,7 +21,7 @@ from msgcap.trail.reader import TrailReader, sequence_files
 from msgcap.trail.records import IOTYPE_UPDATE, TrailRecord, TrailTransaction
 from msgcap.trail.writer import TrailWriter
 from parsers.model import Message
-from props.errors import MessageError, PropertyError
+from props.errors import MessageError
 from props.loader import settings_from_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,12 +48,15 @@ def grouped(group: str, seq: int | None = None) -> dict[str, str]:
     return {"JMSXGroupID": group} | ({"JMSXGroupSeq": str(seq)} if seq is not None else {})
 
 
-def replay(work: Path, messages: list[Spec], *, trail: str = "sa", extra: str = "",
+def replay(work: Path, messages: list[Spec], *, trail: str = "sa", partition: int | None = None,
            compiled: bool = True) -> str:
-    """Replay ``messages`` into ``work/dirdat/<trail>`` as ``msgcap replay`` does (``compiled``)
+    """Replay ``messages`` into ``work/dirdat/<trail>`` (``partition``: a partitioned feed's,
+    its trail and extract named by ``${PARTITION}``) as ``msgcap replay`` does (``compiled``)
     or message by message by the general path; the trail's prefix."""
-    config = settings_from_text(PROPS.replace("WORK", str(work)).replace("TRAIL", trail)
-                                + extra, str(work / "test.properties"), env={})
+    text = PROPS.replace("WORK", str(work)).replace("TRAIL", trail)
+    if partition is not None:
+        text = text.replace("/dirdat/", "/dirdat${PARTITION}/") + "trail.extract=P${PARTITION}\n"
+    config = settings_from_text(text, str(work / "test.properties"), env={}, partition=partition)
     writer = TrailWriter(config.trail.path, sync="none", partition=config.partition)
     pipeline = build_pipeline(config, writer, writer.open())
     pipeline.compiled = compiled
@@ -92,7 +95,7 @@ MIXED: list[Spec] = [
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_every_record_carries_partition_group_and_sequence(tmp_path, compiled) -> None:
-    prefix = replay(tmp_path, MIXED, extra="msgcap.partition=3\n", compiled=compiled)
+    prefix = replay(tmp_path, MIXED, partition=3, compiled=compiled)
     part = {"MSGCAP_PARTITION": "3"}
     assert user_tokens(prefix) == [
         part | {"JMSXGroupID": "g-a", "JMSXGroupSeq": "1"},
@@ -114,8 +117,8 @@ def test_compiled_and_general_paths_write_the_same_bytes(tmp_path) -> None:
                 out.append(fh.read(rec.length))
         return out
 
-    fast = replay(tmp_path / "a", MIXED, extra="msgcap.partition=0\n")
-    slow = replay(tmp_path / "b", MIXED, extra="msgcap.partition=0\n", compiled=False)
+    fast = replay(tmp_path / "a", MIXED, partition=0)
+    slow = replay(tmp_path / "b", MIXED, partition=0, compiled=False)
     assert records(fast) == records(slow)
     plain = replay(tmp_path / "c", [({}, line(n)) for n in (1, 2)] + [
         ({}, line(3, "B") + line(3, "E", cust=4))])
@@ -123,7 +126,7 @@ def test_compiled_and_general_paths_write_the_same_bytes(tmp_path) -> None:
 
 
 def test_dump_json_shows_the_tokens(tmp_path, capsys) -> None:
-    prefix = replay(tmp_path, MIXED[:1], extra="msgcap.partition=12\n")
+    prefix = replay(tmp_path, MIXED[:1], partition=12)
     assert main(["dump", "--json", prefix]) == 0
     record = [json.loads(x) for x in capsys.readouterr().out.splitlines()][-1]
     assert record["tokens"] == {"TRANID": "1", "VAMSEQID": "0000000001",
@@ -137,15 +140,6 @@ def test_a_group_that_cannot_be_written_is_a_message_error() -> None:
     enc = TrailEncoder()
     with pytest.raises(MessageError, match="too long"):
         enc.tail(b"1", "0001", b"", "g" * 70_000, "1")
-
-
-@pytest.mark.parametrize("value", ["-1", "x", "1.5"])
-def test_msgcap_partition_is_a_non_negative_integer(tmp_path, value) -> None:
-    text = PROPS.replace("WORK", str(tmp_path)).replace("TRAIL", "sa")
-    assert settings_from_text(text, env={}).partition is None
-    assert settings_from_text(text + "msgcap.partition=7\n", env={}).partition == 7
-    with pytest.raises(PropertyError, match="msgcap.partition"):
-        settings_from_text(text + f"msgcap.partition={value}\n", env={})
 
 
 # -- msgcap dump --check-order -------------------------------------------------------------------
