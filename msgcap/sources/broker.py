@@ -370,7 +370,7 @@ class BrokerSource(Source):
             if exc.permanent and self.connection.state == CONNECTING:  # never connected
                 self._refused[endpoint.url] = exc.why
                 if len(self._refused) == len(self.endpoints):  # no entry of the list is left
-                    raise self._refusal() from None
+                    raise self._every_entry_refused() from None
             what = (f"cannot subscribe at {endpoint.url}" if exc.subscribing
                     else f"cannot connect to {endpoint.url}")
             self._failed(what, exc.why, permanent=exc.permanent)
@@ -385,7 +385,7 @@ class BrokerSource(Source):
         (log.debug if self._failures_since is not None else log.info)(
             "connected to %s", self._connection)
 
-    def _refusal(self) -> SourceError:
+    def _every_entry_refused(self) -> SourceError:
         """Every entry of the list failed, before any connection worked, for a reason no retry
         cures: the run stops, each entry named with its reason (a bounded few)."""
         if len(self._refused) == 1:
