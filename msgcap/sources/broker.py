@@ -18,7 +18,8 @@ retry; ``Lost`` in the inbox is a lost connection.
   ``receive_many`` calls on the capture thread, once the back-off allows, so the capture loop
   keeps control (``--max-idle``, reports) while the broker is away. A failure the adapter
   classifies as ``permanent`` (a refused login or virtual host, TLS to a port without it) stops
-  a source that never connected (``SourceError``, one line naming the URL); after a connection
+  a source that never connected once every entry of its failover list has so failed
+  (``SourceError``, one line naming the URL, or each entry with its reason); after a connection
   worked it is retried like any other, logged as an ERROR, and the source is not idle while it
   lasts (``cannot_be_idle``: ``--max-idle`` must not take a queue not looked at for quiet).
 * Each connection has an epoch. What arrives (messages, ``Unreadable`` ones, ``Lost`` markers)
@@ -72,6 +73,7 @@ from msgcap.sources.base import (
 from msgcap.tally import Tally
 from parsers.model import Message
 from props.errors import MsgcapError, SourceError
+from props.text import listed
 
 log = logging.getLogger("msgcap.source")
 
@@ -148,7 +150,7 @@ class ConnectFailed(Exception):
     ``subscribing``: the connection was made, the subscription failed. ``permanent``: no retry
     cures it unless the broker or the properties change (a refused login, a virtual host that
     does not exist, TLS to a port that does not speak it): before a connection ever worked in
-    this run it stops the run, after one did it is retried with the back-off and logged as an
+    this run it stops the run once every entry of the list has failed so, after one did it is retried with the back-off and logged as an
     ERROR (the broker may be coming back with its configuration not yet loaded)."""
 
     def __init__(self, why: str, *, subscribing: bool = False, permanent: bool = False) -> None:
@@ -292,6 +294,8 @@ class BrokerSource(Source):
         self._failures_since: float | None = None  # the first since a connection last worked
         self._failure_count = 0
         self._permanent: str | None = None  # the last failure, when no retry cures it
+        # before any connection worked: the entries of the list that failed for such a reason
+        self._refused: dict[str, str] = {}
         self._inbox = Inbox()
         self._stop = threading.Event()
         self._epoch = 0
@@ -364,7 +368,9 @@ class BrokerSource(Source):
             broker = self._connect(endpoint, self._epoch)
         except ConnectFailed as exc:
             if exc.permanent and self.connection.state == CONNECTING:  # never connected
-                raise SourceError(exc.why, url=endpoint.url) from None
+                self._refused[endpoint.url] = exc.why
+                if len(self._refused) == len(self.endpoints):  # no entry of the list is left
+                    raise self._every_entry_refused() from None
             what = (f"cannot subscribe at {endpoint.url}" if exc.subscribing
                     else f"cannot connect to {endpoint.url}")
             self._failed(what, exc.why, permanent=exc.permanent)
@@ -378,6 +384,15 @@ class BrokerSource(Source):
         # after failures, said once it worked (``_worked``), not at each attempt
         (log.debug if self._failures_since is not None else log.info)(
             "connected to %s", self._connection)
+
+    def _every_entry_refused(self) -> SourceError:
+        """Every entry of the list failed, before any connection worked, for a reason no retry
+        cures: the run stops, each entry named with its reason (a bounded few)."""
+        if len(self._refused) == 1:
+            (url, why), = self._refused.items()
+            return SourceError(why, url=url)
+        return SourceError(listed([f"{url}: {why}" for url, why in self._refused.items()],
+                                  sep="; "))
 
     def _failed(self, what: str, why: str, *, at_once: bool = False,
                 permanent: bool = False) -> None:

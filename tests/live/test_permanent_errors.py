@@ -126,3 +126,20 @@ def test_a_run_that_never_connected_does_not_end_as_idle(work: Work, scheme: str
     assert line.endswith(f"{url}: no message for 2.0 s (--max-idle), but never connected to the "
                          "source (last error: connection refused)"), line
     assert "messages 0" in done.stdout
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("broker", ["rabbitmq-amqp"], indirect=True)
+def test_a_failover_list_goes_past_an_entry_no_retry_cures(work: Work, broker: Broker,
+                                                           queue: str) -> None:
+    """TLS to the plain port first, the plain URL second: the run captures from the second
+    (the first entry's failure stopped the run before the list was tried)."""
+    sent = work.body(1)
+    send(work, broker, queue, [sent])
+    tls = f"amqps://127.0.0.1:{broker.amqp_port}"
+    work.properties(jms_url=f"{tls},{broker.url}", jms_destination=queue)
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "3", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "does not speak TLS" in done.stderr, done.stderr
+    assert len(work.trail()) == 1
+    assert peek(broker, queue) == []

@@ -244,12 +244,33 @@ def test_a_source_without_a_destination_is_refused_in_the_protocol_s_words() -> 
 def test_a_failure_no_retry_cures_stops_a_source_that_never_connected() -> None:
     """A refused login, a virtual host that does not exist, TLS to a plain port: retried for
     ever, and --max-idle then ended the run as if the queue were quiet (issue 35)."""
-    wire = _Wire("a", "b")
+    wire = _Wire("a")
     wire.refusing_for_good.add("a")
     with pytest.raises(SourceError) as raised:
         wire.open()
     assert str(raised.value) == "mem://a: the broker refused the login"
     assert wire.attempts == ["a"]
+
+
+def test_a_failover_list_stops_only_when_every_entry_failed_for_a_reason_no_retry_cures(
+        ) -> None:
+    """One entry with TLS to a plain port must not stop a run whose next entry works; when
+    every entry failed so, the one line names each with its reason."""
+    wire = _Wire("a", "b", "c")
+    wire.refusing_for_good.add("a")
+    wire.refusing.add("b")
+    wire.open()  # a: refused for good, b tried next
+    wire.receive_many(0)  # b: refused, retried
+    wire.receive_many(0)  # c works
+    assert wire.connected and wire.attempts == ["a", "b", "c"]
+
+    wire = _Wire("a", "b")
+    wire.refusing_for_good.update({"a", "b"})
+    wire.open()
+    with pytest.raises(SourceError) as raised:
+        wire.receive_many(0)
+    assert str(raised.value) == ("mem://a: the broker refused the login; "
+                                 "mem://b: the broker refused the login")
 
 
 def test_a_source_that_never_connected_is_never_idle() -> None:
