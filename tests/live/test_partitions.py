@@ -317,3 +317,90 @@ def test_artemis_filtered_queues_capture_each_partition_once(artemis_amqp, work,
         assert seqs == sorted(seqs) and {partition_of[key_of[s]] for s in seqs} == {n}
     unrouted = peek(broker, "/queue/orders.changes::orders.changes.unrouted")
     assert len(unrouted) == 1 and f"{total + 1:010d}" in str(unrouted[0][1])
+
+
+def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, work, tmp_path):
+    """Issue 36's whole picture on RabbitMQ: four partitions (the recipe's consistent-hash
+    exchange into single-active-consumer queues), each with an active capture and a hot standby
+    (``--standby``); the active capture of a partition chosen at random is killed with
+    ``kill -9`` while the producer sends, its standby takes over, and a new standby replaces it.
+    Every message is in exactly one trail once, each key in one trail in the order sent, and
+    every partition was taken over by its standby at least once."""
+    from msgcap.lock import holder
+
+    broker, http = rabbit
+    recipe, props = _recipe()
+    done = run_shell(recipe.replace(DOC_API, f"http://127.0.0.1:{http}"), tmp_path,
+                     user_env(tmp_path, MQ_USER="guest", MQ_PASSWORD="guest"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    queues = [f"orders.changes.{n}" for n in PARTITIONS]
+    assert all(broker.queues()[q][0] == 0 for q in queues)
+    work.prop.write_text(props.replace(DOC_URL, broker.url))
+    env = dict(work.env(), MQ_USER="guest", MQ_PASSWORD="guest")
+    started: list[tuple[int, subprocess.Popen[str], Path]] = []
+
+    def start(n: int) -> subprocess.Popen[str]:
+        out = work.root / f"run{n}-{len(started)}.out"
+        proc = subprocess.Popen([sys.executable, "-m", "msgcap.cli", "run", "--prop",
+                                 str(work.prop), "--partition", str(n), "--standby",
+                                 "--max-idle", "3"], cwd=work.root, env=env,
+                                stdout=open(out, "w"),  # noqa: SIM115 - owned by the process
+                                stderr=subprocess.STDOUT, text=True)
+        started.append((n, proc, out))
+        return proc
+
+    def active(n: int) -> int | None:
+        return holder(str(work.root / "dirchk" / f"ORDERS{n}.lock"))
+
+    def until(predicate, what: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    pair = {n: [start(n), start(n)] for n in PARTITIONS}
+    for n in PARTITIONS:
+        until(lambda n=n: active(n) in {p.pid for p in pair[n]}, f"partition {n}'s active")
+    group = json.loads(work.msgcap("status", "--prop", str(work.prop), "--partition", "0-3",
+                                   "--json").stdout)
+    assert [len(p["standbys"]) for p in group["partitions"]] == [1] * 4, group
+
+    rng = random.Random(3636)
+    total, keys = 6000, 60
+    messages = [(seq, rng.randrange(keys)) for seq in range(1, total + 1)]
+    producer = threading.Thread(target=_publish, args=(broker, messages, work.body))
+    producer.start()
+    killed: dict[int, list[int]] = {n: [] for n in PARTITIONS}
+    while producer.is_alive() or any(not pids for pids in killed.values()):
+        time.sleep(rng.uniform(0.3, 1.2))
+        n = min(PARTITIONS, key=lambda p: (len(killed[p]), rng.random()))  # each in turn
+        victim = active(n)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        [proc] = [p for p in pair[n] if p.pid == victim]
+        proc.wait(timeout=30)
+        killed[n].append(victim)
+        until(lambda n=n, v=victim: active(n) not in {None, v}, f"partition {n}'s takeover")
+        pair[n] = [p for p in pair[n] if p is not proc] + [start(n)]  # a new standby
+    producer.join()
+    for _, proc, out in started:  # the actives stop after --max-idle, then their standbys
+        if proc.poll() is None or proc.returncode != -signal.SIGKILL:
+            assert proc.wait(timeout=300) == 0, out.read_text()
+
+    trails = {n: trail_seqids(work.root / f"dirdat/orders{n}/oc") for n in PARTITIONS}
+    every = sorted(s for seqids in trails.values() for s in seqids)
+    assert every == [f"{seq:010d}" for seq in range(1, total + 1)]  # each once, in one trail
+    key_of = dict(messages)
+    homes: dict[int, set[int]] = {}
+    for n, seqids in trails.items():
+        by_key: dict[int, list[int]] = {}
+        for seq in map(int, seqids):
+            by_key.setdefault(key_of[seq], []).append(seq)
+            homes.setdefault(key_of[seq], set()).add(n)
+        assert all(seqs == sorted(seqs) for seqs in by_key.values()), f"partition {n}"
+    assert all(len(home) == 1 for home in homes.values()), homes  # a key in one trail only
+    said = {n: "".join(out.read_text() for m, _, out in started if m == n) for n in PARTITIONS}
+    for n, victims in killed.items():  # each kill answered by that partition's standby
+        for victim in victims:
+            assert f"took over from process {victim}" in said[n], said[n]
+    assert all(broker.queues()[q][0] == 0 for q in queues)
