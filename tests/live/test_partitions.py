@@ -31,6 +31,10 @@ from tests.conftest import Broker, _free_port, _session_broker
 from tests.docs.markdown import fenced_blocks, run_shell, steps, user_env
 from tests.live.conftest import BASE_PROPS, Work
 
+# A SALES.CUSTOMER insert of message number n, as a JMS producer's template
+BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n},City {n},"
+        "2024-03-01 10:15:30\n")
+
 REPO = Path(__file__).resolve().parents[2]
 BROKERS_MD = REPO / "docs" / "brokers.md"
 DOC_API = "http://rabbit1.example.com:15672"
@@ -319,15 +323,75 @@ def test_artemis_filtered_queues_capture_each_partition_once(artemis_amqp, work,
     assert len(unrouted) == 1 and f"{total + 1:010d}" in str(unrouted[0][1])
 
 
+
+class StandbyGroup:
+    """Four partitions' captures, each an active ``msgcap run --standby`` and a waiting one
+    (the properties in ``work.prop``, extract ``ORDERS<n>``): ``kill_in_turn`` kills the
+    active capture of each partition in turn with ``kill -9`` while ``producing`` runs, waits
+    for its standby to take over and starts a new standby; ``finish`` waits for them all to
+    stop (``--max-idle``) and checks that each kill was answered by that partition's standby."""
+
+    def __init__(self, work: Work, env: dict[str, str]) -> None:
+        self.work, self.env = work, env
+        self.started: list[tuple[int, subprocess.Popen[str], Path]] = []
+        self.killed: dict[int, list[int]] = {n: [] for n in PARTITIONS}
+        self.pair = {n: [self.start(n), self.start(n)] for n in PARTITIONS}
+        for n in PARTITIONS:
+            self.until(lambda n=n: self.active(n) in {p.pid for p in self.pair[n]},
+                       f"partition {n}'s active capture")
+
+    def start(self, n: int) -> subprocess.Popen[str]:
+        out = self.work.root / f"run{n}-{len(self.started)}.out"
+        proc = subprocess.Popen([sys.executable, "-m", "msgcap.cli", "run", "--prop",
+                                 str(self.work.prop), "--partition", str(n), "--standby",
+                                 "--max-idle", "3"], cwd=self.work.root, env=self.env,
+                                stdout=open(out, "w"),  # noqa: SIM115 - owned by the process
+                                stderr=subprocess.STDOUT, text=True)
+        self.started.append((n, proc, out))
+        return proc
+
+    def active(self, n: int) -> int | None:
+        from msgcap.lock import holder
+
+        return holder(str(self.work.root / "dirchk" / f"ORDERS{n}.lock"))
+
+    @staticmethod
+    def until(predicate, what: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    def kill_in_turn(self, producing: threading.Thread, rng: random.Random) -> None:
+        while producing.is_alive() or any(not pids for pids in self.killed.values()):
+            time.sleep(rng.uniform(0.3, 1.2))
+            n = min(PARTITIONS, key=lambda p: (len(self.killed[p]), rng.random()))
+            victim = self.active(n)
+            assert victim is not None
+            os.kill(victim, signal.SIGKILL)
+            [proc] = [p for p in self.pair[n] if p.pid == victim]
+            proc.wait(timeout=30)
+            self.killed[n].append(victim)
+            self.until(lambda n=n, v=victim: self.active(n) not in {None, v},
+                       f"partition {n}'s takeover")
+            self.pair[n] = [p for p in self.pair[n] if p is not proc] + [self.start(n)]
+
+    def finish(self) -> None:
+        for _, proc, out in self.started:  # the actives stop after --max-idle, then standbys
+            if proc.poll() is None or proc.returncode != -signal.SIGKILL:
+                assert proc.wait(timeout=300) == 0, out.read_text()
+        for n, victims in self.killed.items():  # each kill answered by the partition's standby
+            said = "".join(out.read_text() for m, _, out in self.started if m == n)
+            for victim in victims:
+                assert f"took over from process {victim}" in said, said
+
+
 def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, work, tmp_path):
     """Issue 36's whole picture on RabbitMQ: four partitions (the recipe's consistent-hash
-    exchange into single-active-consumer queues), each with an active capture and a hot standby
-    (``--standby``); the active capture of a partition chosen at random is killed with
-    ``kill -9`` while the producer sends, its standby takes over, and a new standby replaces it.
-    Every message is in exactly one trail once, each key in one trail in the order sent, and
-    every partition was taken over by its standby at least once."""
-    from msgcap.lock import holder
-
+    exchange into single-active-consumer queues), each with an active capture and a hot standby;
+    the active capture of each partition in turn is killed with ``kill -9`` while the producer
+    sends. Every message is in exactly one trail once, each key in one trail in the order sent,
+    and every kill was answered by that partition's standby."""
     broker, http = rabbit
     recipe, props = _recipe()
     done = run_shell(recipe.replace(DOC_API, f"http://127.0.0.1:{http}"), tmp_path,
@@ -336,31 +400,7 @@ def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, 
     queues = [f"orders.changes.{n}" for n in PARTITIONS]
     assert all(broker.queues()[q][0] == 0 for q in queues)
     work.prop.write_text(props.replace(DOC_URL, broker.url))
-    env = dict(work.env(), MQ_USER="guest", MQ_PASSWORD="guest")
-    started: list[tuple[int, subprocess.Popen[str], Path]] = []
-
-    def start(n: int) -> subprocess.Popen[str]:
-        out = work.root / f"run{n}-{len(started)}.out"
-        proc = subprocess.Popen([sys.executable, "-m", "msgcap.cli", "run", "--prop",
-                                 str(work.prop), "--partition", str(n), "--standby",
-                                 "--max-idle", "3"], cwd=work.root, env=env,
-                                stdout=open(out, "w"),  # noqa: SIM115 - owned by the process
-                                stderr=subprocess.STDOUT, text=True)
-        started.append((n, proc, out))
-        return proc
-
-    def active(n: int) -> int | None:
-        return holder(str(work.root / "dirchk" / f"ORDERS{n}.lock"))
-
-    def until(predicate, what: str, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.05)
-
-    pair = {n: [start(n), start(n)] for n in PARTITIONS}
-    for n in PARTITIONS:
-        until(lambda n=n: active(n) in {p.pid for p in pair[n]}, f"partition {n}'s active")
+    captures = StandbyGroup(work, dict(work.env(), MQ_USER="guest", MQ_PASSWORD="guest"))
     group = json.loads(work.msgcap("status", "--prop", str(work.prop), "--partition", "0-3",
                                    "--json").stdout)
     assert [len(p["standbys"]) for p in group["partitions"]] == [1] * 4, group
@@ -370,22 +410,9 @@ def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, 
     messages = [(seq, rng.randrange(keys)) for seq in range(1, total + 1)]
     producer = threading.Thread(target=_publish, args=(broker, messages, work.body))
     producer.start()
-    killed: dict[int, list[int]] = {n: [] for n in PARTITIONS}
-    while producer.is_alive() or any(not pids for pids in killed.values()):
-        time.sleep(rng.uniform(0.3, 1.2))
-        n = min(PARTITIONS, key=lambda p: (len(killed[p]), rng.random()))  # each in turn
-        victim = active(n)
-        assert victim is not None
-        os.kill(victim, signal.SIGKILL)
-        [proc] = [p for p in pair[n] if p.pid == victim]
-        proc.wait(timeout=30)
-        killed[n].append(victim)
-        until(lambda n=n, v=victim: active(n) not in {None, v}, f"partition {n}'s takeover")
-        pair[n] = [p for p in pair[n] if p is not proc] + [start(n)]  # a new standby
+    captures.kill_in_turn(producer, rng)
     producer.join()
-    for _, proc, out in started:  # the actives stop after --max-idle, then their standbys
-        if proc.poll() is None or proc.returncode != -signal.SIGKILL:
-            assert proc.wait(timeout=300) == 0, out.read_text()
+    captures.finish()
 
     trails = {n: trail_seqids(work.root / f"dirdat/orders{n}/oc") for n in PARTITIONS}
     every = sorted(s for seqids in trails.values() for s in seqids)
@@ -399,8 +426,61 @@ def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, 
             homes.setdefault(key_of[seq], set()).add(n)
         assert all(seqs == sorted(seqs) for seqs in by_key.values()), f"partition {n}"
     assert all(len(home) == 1 for home in homes.values()), homes  # a key in one trail only
-    said = {n: "".join(out.read_text() for m, _, out in started if m == n) for n in PARTITIONS}
-    for n, victims in killed.items():  # each kill answered by that partition's standby
-        for victim in victims:
-            assert f"took over from process {victim}" in said[n], said[n]
     assert all(broker.queues()[q][0] == 0 for q in queues)
+
+
+def test_artemis_message_groups_over_partitions_with_standbys_checked_from_the_trails(
+        artemis_amqp, work, tmp_path):
+    """The same on Artemis with message groups: a JMS producer (Qpid JMS) sends each key's changes as one
+    message group (JMSXGroupID, JMSXGroupSeq 1, 2, ...) with the integer property
+    ``partition`` to the recipe's address; four partitions' captures, each with a standby, are
+    killed in turn; ``msgcap dump --check-order`` over the four trails then finds every group
+    in one trail with no number skipped or gone backwards."""
+    import zlib
+
+    from tests import jms_clients
+
+    broker = artemis_amqp
+    if not broker.running():
+        broker.start()
+    recipe = [s.text for s in steps(BROKERS_MD)
+              if s.kind == "run" and s.arg == "artemis-partitions"]
+    home = subprocess.run(["bash", str(REPO / "scripts" / "artemis.sh"), "home"], check=True,
+                          capture_output=True, text=True, timeout=600).stdout.strip()
+    core = f"tcp://127.0.0.1:{broker.port}"
+    script = recipe[0].replace("/opt/apache-artemis", home).replace(
+        "tcp://artemis1.example.com:61616", core)
+    done = run_shell(script, tmp_path, user_env(tmp_path, MQ_USER="msgcap", MQ_PASSWORD="x"))
+    assert done.returncode == 0 or "already exists" in done.stdout + done.stderr, (
+        done.stdout + done.stderr)  # the other Artemis test may have made them
+    work.prop.write_text(BASE_PROPS.replace("trail.path=dirdat/sa",
+                                            "trail.path=dirdat/orders${PARTITION}/oc")
+                         .replace("trail.extract=SALES", "trail.extract=ORDERS${PARTITION}")
+                         + f"jms.url={broker.url}\n"
+                         "jms.destination=orders.changes::orders.changes.${PARTITION}\n")
+    captures = StandbyGroup(work, work.env())
+
+    keys, each = 16, 40  # key k: messages k*each+1 .. (k+1)*each, its group numbered 1..each
+    partition_of = {k: zlib.crc32(f"key{k}".encode()) % 4 for k in range(keys)}
+
+    def produce() -> None:
+        for k in range(keys):
+            jms_clients.produce(broker.url, "/topic/orders.changes", "--first", str(k * each + 1),
+                                "--count", str(each), "--body", BODY, "--group", f"key{k}",
+                                "--prop", f"partition=int:{partition_of[k]}")
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    captures.kill_in_turn(producer, random.Random(36))
+    producer.join()
+    captures.finish()
+
+    trails = [f"dirdat/orders{n}/oc" for n in PARTITIONS]
+    seqids = {n: [int(s) for s in trail_seqids(work.root / trail)]
+              for n, trail in enumerate(trails)}
+    assert sorted(s for found in seqids.values() for s in found) == list(
+        range(1, keys * each + 1))
+    checked = work.msgcap("dump", "--check-order", *trails)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[-1] == (
+        f"order check: {keys * each} records, {keys} message groups, 4 trails: 0 findings")
