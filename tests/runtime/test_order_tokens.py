@@ -55,7 +55,8 @@ def replay(work: Path, messages: list[Spec], *, trail: str = "sa", partition: in
     or message by message by the general path; the trail's prefix."""
     text = PROPS.replace("WORK", str(work)).replace("TRAIL", trail)
     if partition is not None:
-        text = text.replace("/dirdat/", "/dirdat${PARTITION}/") + "trail.extract=P${PARTITION}\n"
+        text = (text.replace("/dirdat/", "/dirdat${PARTITION}/")
+                + "trail.extract=P${PARTITION}\njms.url=dir:dirspool${PARTITION}\n")
     config = settings_from_text(text, str(work / "test.properties"), env={}, partition=partition)
     writer = TrailWriter(config.trail.path, sync="none", partition=config.partition)
     pipeline = build_pipeline(config, writer, writer.open())
