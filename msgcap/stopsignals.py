@@ -53,3 +53,31 @@ def delivered_to_thread(on_signal: Callable[[str], None],
         os.close(write_end)
         thread.join()
         os.close(read_end)
+
+
+class Relay:
+    """The one ``on_signal`` of a whole run, handing each signal to whoever stops the run at the
+    moment: a standby's wait, then the capture. A signal that comes while nobody does (a
+    standby's takeover, the trail's recovery) is kept and handed to the next receiver, so a run
+    stops cleanly from its locks on instead of dying by the signal's default action."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._receiver: Callable[[str], None] | None = None
+        self._kept: list[str] = []
+
+    def __call__(self, name: str) -> None:
+        with self._lock:
+            if self._receiver is None:
+                self._kept.append(name)
+            else:
+                self._receiver(name)
+
+    def to(self, receiver: Callable[[str], None] | None) -> None:
+        """From now on signals go to ``receiver`` (None: kept), first those kept meanwhile."""
+        with self._lock:
+            self._receiver = receiver
+            if receiver is not None:
+                kept, self._kept = self._kept, []
+                for name in kept:
+                    receiver(name)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from msgcap.sources.base import Source
     from msgcap.status import StatusPublisher
+    from msgcap.stopsignals import Relay
     from props.settings import Settings
 
 log = logging.getLogger("msgcap.run")
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from msgcap.pipeline import Stats
     from msgcap.sources import source_for
     from msgcap.status import StatusPublisher, status_path
+    from msgcap.stopsignals import Relay, delivered_to_thread
     from msgcap.summary import why_stopped
     from props.errors import MsgcapError
     from props.loader import load_settings
@@ -70,27 +72,29 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("stomp.py").setLevel(logging.ERROR)
     source = source_for(settings)  # property errors before anything is touched
     trail = settings.trail
+    relay = Relay()  # from the locks on, SIGTERM/SIGINT stop the run cleanly, whatever it does
     try:
-        if args.standby:
-            locks = _wait_as_standby(args, settings)
-            if locks is None:
-                return 0
-        else:
-            locks = writer_locks(checkpoint_dir=settings.checkpoint_dir, extract=trail.extract,
-                                 trail=trail.path)
-        with locks:
-            publisher = StatusPublisher(status_path(settings.checkpoint_dir, trail.extract),
-                                        Stats(), heartbeat=settings.report_heartbeat,
-                                        connection=lambda: source.connection)
-            publisher.publish()
-            try:
-                done = _capture(args, settings, source, publisher)
-            except BaseException as exc:
-                reason, error = why_stopped(exc)
-                publisher.publish("abended", error or reason)
-                raise
-            publisher.publish("stopped")
-            return done
+        with delivered_to_thread(relay):
+            if args.standby:
+                locks = _wait_as_standby(args, settings, relay)
+                if locks is None:
+                    return 0
+            else:
+                locks = writer_locks(checkpoint_dir=settings.checkpoint_dir,
+                                     extract=trail.extract, trail=trail.path)
+            with locks:
+                publisher = StatusPublisher(status_path(settings.checkpoint_dir, trail.extract),
+                                            Stats(), heartbeat=settings.report_heartbeat,
+                                            connection=lambda: source.connection)
+                publisher.publish()
+                try:
+                    done = _capture(args, settings, source, publisher, relay)
+                except BaseException as exc:
+                    reason, error = why_stopped(exc)
+                    publisher.publish("abended", error or reason)
+                    raise
+                publisher.publish("stopped")
+                return done
     except MsgcapError as exc:  # stderr gets it from the CLI, the log from here
         log.error("stopped by an error: %s", exc, extra=FILE_ONLY)
         raise
@@ -99,15 +103,16 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
-def _wait_as_standby(args: argparse.Namespace, settings: Settings) -> ExitStack | None:
+def _wait_as_standby(args: argparse.Namespace, settings: Settings,
+                     relay: Relay) -> ExitStack | None:
     """``--standby``: the writer locks, once the capture holding them ends (at once when none
-    does); None when SIGTERM/SIGINT ended the wait (said, and with ``--json`` the summary)."""
+    does); None when SIGTERM/SIGINT ended the wait (said, and with ``--json`` the summary).
+    A signal after the takeover is kept by ``relay`` for the capture."""
     import threading
 
     from msgcap.lock import writer_lock_list
     from msgcap.pipeline import Stats
     from msgcap.standby import Registration, say, take_over
-    from msgcap.stopsignals import delivered_to_thread
     from msgcap.summary import print_results, results
 
     trail = settings.trail
@@ -119,12 +124,13 @@ def _wait_as_standby(args: argparse.Namespace, settings: Settings) -> ExitStack 
         stop.set()
 
     registration = Registration(settings.checkpoint_dir, trail.extract)
+    relay.to(on_signal)
     try:
-        with delivered_to_thread(on_signal):
-            locks = take_over(writer_lock_list(checkpoint_dir=settings.checkpoint_dir,
-                                               extract=trail.extract, trail=trail.path),
-                              registration, stop)
+        locks = take_over(writer_lock_list(checkpoint_dir=settings.checkpoint_dir,
+                                           extract=trail.extract, trail=trail.path),
+                          registration, stop)
     finally:
+        relay.to(None)
         registration.remove()
     if locks is not None and not stop.is_set():
         return locks
@@ -139,7 +145,7 @@ def _wait_as_standby(args: argparse.Namespace, settings: Settings) -> ExitStack 
 
 
 def _capture(args: argparse.Namespace, settings: Settings, source: Source,
-             publisher: StatusPublisher) -> int:
+             publisher: StatusPublisher, relay: Relay) -> int:
     from gendef.build import build_definitions
     from msgcap.archive import Archive
     from msgcap.assembler import Assembler, ImageRules, Restart
@@ -147,7 +153,6 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
     from msgcap.checkpoint import CheckpointFile
     from msgcap.pipeline import build_pipeline, write_trail_defs
     from msgcap.report import HttpReport, Reporter
-    from msgcap.stopsignals import delivered_to_thread
     from msgcap.summary import ERROR, print_results, results, why_stopped
     from msgcap.trail.retention import Retention
     from msgcap.trail.writer import TrailWriter
@@ -208,12 +213,12 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
 
     ended: tuple[str, str | None] = (ERROR, None)  # (exit reason, error): set below
     try:
-        with delivered_to_thread(capture.stop):
-            log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
-                     trail.path, recovery.seqno, recovery.rba, source.url)
-            capture.recover_spill()
-            source.open()
-            ended = (capture.run(), None)
+        relay.to(capture.stop)  # with any signal that came since the locks were taken
+        log.info("msgcap run %s: trail %s from seqno %d RBA %d, source %s", trail.extract,
+                 trail.path, recovery.seqno, recovery.rba, source.url)
+        capture.recover_spill()
+        source.open()
+        ended = (capture.run(), None)
     except BaseException as exc:
         ended = why_stopped(exc)
         raise

@@ -12,7 +12,7 @@ import textwrap
 
 PRELUDE = textwrap.dedent("""
     import os, signal, threading, time
-    from msgcap.stopsignals import delivered_to_thread
+    from msgcap.stopsignals import Relay, delivered_to_thread
 """)
 
 
@@ -61,3 +61,26 @@ def test_each_signal_is_delivered_and_the_previous_handlers_come_back() -> None:
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "['SIGINT', 'SIGTERM', 'previous handler']\n"
+
+
+def test_a_signal_between_receivers_is_kept_for_the_next_one() -> None:
+    # A standby that took over is recovering the trail: nobody stops it at that moment, and the
+    # signal's default action would kill it (exit -15) instead of a clean stop once it captures.
+    done = child("""
+        relay, waits, captures = Relay(), [], []
+        with delivered_to_thread(relay):
+            relay.to(waits.append)
+            relay.to(None)  # the takeover: the wait is over, the capture not yet built
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)
+            relay.to(captures.append)
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while len(captures) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        print(waits, captures)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[] ['SIGTERM', 'SIGINT', 'SIGTERM']\n"
