@@ -69,6 +69,20 @@ AHEAD = 64
 # every record of the message carries as user tokens.
 GROUP_HEADER, GROUP_SEQ_HEADER = header_key("JMSXGroupID"), header_key("JMSXGroupSeq")
 
+
+
+def grouped(message: Message, ops: list[Op]) -> None:
+    """Give ``ops`` the message's group and its number in the group, if it has one: the order
+    tokens of their records (trail-format.md §10), from a broker or a dump's headers alike."""
+    group = message.headers.get(GROUP_HEADER)
+    if group:
+        seq = message.headers.get(GROUP_SEQ_HEADER)
+        if seq == ABSENT[GROUP_SEQ_HEADER]:  # JMS's "no number"
+            seq = None
+        for op in ops:
+            op.group, op.group_seq = group, seq
+
+
 _COUNTER = {"counter": True}  # a Stats field that intervals subtract and parts add
 
 
@@ -362,13 +376,7 @@ class Pipeline:
             ops = self.parser.parse(message)
         except Exception as exc:  # noqa: BLE001 - deferred to the message's turn, not dropped
             return exc
-        group = message.headers.get(GROUP_HEADER)
-        if group:  # the order tokens of its records (trail-format.md §10)
-            seq = message.headers.get(GROUP_SEQ_HEADER)
-            if seq == ABSENT[GROUP_SEQ_HEADER]:  # JMS's "no number"
-                seq = None
-            for op in ops:
-                op.group, op.group_seq = group, seq
+        grouped(message, ops)
         return ops
 
     def complete(self, message: Message, raw_id: str, parsed: list[Op] | Exception

@@ -316,7 +316,7 @@ def direct_segment(job: Job, seg: Segment, start: Start, *,
                 start.first_line)
     asm = Assembler(job.rules)
     asm.resume(plan.state)
-    sink = Sink(TrailEncoder(job.byteorder), plan, None)
+    sink = Sink(TrailEncoder(job.byteorder, job.partition), plan, None)
     clock = Clock()
     ids = MessageIds(job.id_mode, None, clock=clock)
     given = _Given()

@@ -290,7 +290,7 @@ def trail_writer(settings: Settings, directory: str) -> TrailWriter:
     return TrailWriter(os.path.join(directory, os.path.basename(trail.path)),
                        seqlen=trail.seqlen, megabytes=trail.megabytes, byteorder=trail.byteorder,
                        sync=trail.sync, extract=trail.extract, uri=trail.uri,
-                       header_path=trail.path)
+                       header_path=trail.path, partition=settings.partition)
 
 
 class _Run:

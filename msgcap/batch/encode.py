@@ -313,7 +313,7 @@ def _encode_segment(job: Job, parsed: Parsed, plan: Plan,
     noted = Noted(job.rules, bodies) if bodies is not None else None
     asm = Assembler(job.rules, records=noted)
     asm.resume(plan.state)
-    sink = Sink(TrailEncoder(job.byteorder), plan, bodies)
+    sink = Sink(TrailEncoder(job.byteorder, job.partition), plan, bodies)
     discards = Discards(sk.numbers)
     pipeline = Pipeline(job.parser, asm, sink, MessageIds(job.id_mode), policy=job.policy,
                         discard=discards)

@@ -47,6 +47,7 @@ from msgcap.batch.segments import (
     whole_files,
 )
 from msgcap.msgid import MessageIds
+from msgcap.pipeline import grouped
 from msgcap.trail.records import TrailRecord
 from parsers.model import MISSING, TX_END, TX_MIDDLE, Message, Op
 from props.errors import MessageError, MsgcapError
@@ -89,6 +90,9 @@ class Job:
     # executor on the driver's machine, or on a file system shared with it) leaves its framed
     # bytes there, neither compressed nor sent (``direct.direct_segments``)
     nearby: str | None = None
+    # a partitioned feed's partition (``MSGCAP_PARTITION``): its user token on every record, as
+    # ``msgcap replay --partition`` writes it
+    partition: int | None = None
 
     @classmethod
     def create(cls, settings: Settings, parser: Parser, definitions: Definitions,
@@ -97,7 +101,8 @@ class Job:
         """The job of a run of ``settings`` over ``files`` read in ``scans``."""
         return cls(parser, definitions, ImageRules.from_settings(settings), settings.jms.id,
                    settings.error.policy, settings.jms.maxbytes, settings.trail.byteorder,
-                   time_base, rows, tuple(files), whole_files(files, scans))
+                   time_base, rows, tuple(files), whole_files(files, scans),
+                   partition=settings.partition)
 
     def first_line(self, key: SegmentKey) -> int | None:
         return self.first_lines.get(key) if self.first_lines is not None else None
@@ -200,13 +205,17 @@ class Skeleton:
         return cls(kinds, n, [distinct[i] if i >= 0 else () for i in r])
 
 
-Kept = tuple[int, list[Any] | None, list[Any] | None]  # an op's timestamp, before, after
+# an op's timestamp, before, after, and with a message group its group and number in it
+Kept = (tuple[int, list[Any] | None, list[Any] | None]
+        | tuple[int, list[Any] | None, list[Any] | None, str, str | None])
 
 
 def kept(op: Op) -> Kept:
     """What pass 2 needs of ``op`` beside its shape, as ``marshal`` keeps it (``MISSING``, a
     value absent from the message, as ``...``)."""
-    return op.timestamp, _plain(op.before), _plain(op.after)
+    if op.group is None:
+        return op.timestamp, _plain(op.before), _plain(op.after)
+    return op.timestamp, _plain(op.before), _plain(op.after), op.group, op.group_seq
 
 
 def _plain(values: list[Any] | None) -> list[Any] | None:
@@ -224,9 +233,11 @@ def _values(values: list[Any] | None) -> list[Any] | None:
 def rebuilt(table: Any, shape: tuple, values: Kept) -> Op:
     """The operation pass 1 kept (``kept``) of its shape, on ``table``."""
     _, optype, seqid, txid, txind, txname, txowner, ordinal, _ = shape
-    timestamp, before, after = values
-    return Op(table, optype, timestamp, seqid, txid, txind, txname, txowner, _values(before),
-              _values(after), ordinal)
+    op = Op(table, optype, values[0], seqid, txid, txind, txname, txowner, _values(values[1]),
+            _values(values[2]), ordinal)
+    if len(values) == 5:
+        op.group, op.group_seq = values[3], values[4]
+    return op
 
 
 @dataclass(slots=True)
@@ -385,6 +396,8 @@ class _Pass1:
                         if first_id is None:
                             first_id = (index, message.id)
                         ops = parse(message)
+                        if message.headers:
+                            grouped(message, ops)
                     except MessageError as exc:
                         self.bad(index, exc)
                         continue

@@ -67,6 +67,32 @@ def test_delimited_example(spark, tmp_path, monkeypatch, capsys):
     assert result.splits >= 5  # about one message per split: the B/M/E span crosses splits
 
 
+def test_a_partitions_batch_writes_its_partition_token(local_spark, tmp_path, monkeypatch,
+                                                        capsys):
+    """A partitioned feed's archive, replayed by ``msgcap batch`` with ``MSGCAP_PARTITION``:
+    every record carries the partition's user token, and the trail is replay's (issue 36)."""
+    from msgcap.trail.reader import TrailReader, sequence_files
+
+    copy_example("delimited", tmp_path, monkeypatch)
+    prop = Path(DELIM_PROP)
+    text = prop.read_text()
+    for plain, partitioned in (("dir:dirspool", "dir:dirspool${PARTITION}"),
+                               ("dirdat/sa", "dirdat/p${PARTITION}/sa"),
+                               ("=SALES\n", "=SALES${PARTITION}\n"),
+                               ("SALES.dsc", "SALES${PARTITION}.dsc")):
+        assert plain in text
+        text = text.replace(plain, partitioned)
+    prop.write_text(text)
+    monkeypatch.setenv("MSGCAP_PARTITION", "3")
+    Path("dirdat/p3").mkdir(parents=True)
+    assert replay(capsys, DELIM_PROP, "messages.jsonl")[0] == 0
+    batch(local_spark, DELIM_PROP, ["messages.jsonl"], partitions=2)
+    same_trail("dirdat/p3/sa", "out/trail/sa")
+    records = TrailReader([path for _, path in sequence_files("out/trail/sa", 9)])
+    tokens = [dict(rec.user_tokens) for rec in records]
+    assert tokens and all(t.get("MSGCAP_PARTITION") == b"3" for t in tokens)
+
+
 @pytest.mark.parametrize("prop, dump, prefix", [
     ("dirprm/orders.properties", "messages/orders.jsonl", "dirdat/or"),
     ("dirprm/mytable.properties", "messages/mytable.jsonl", "dirdat/my"),
@@ -100,6 +126,34 @@ def test_fixed_examples(spark, tmp_path, monkeypatch, capsys):
     assert replay(capsys, DELIM_PROP, "messages")[0] == 0
     batch(spark, DELIM_PROP, ["messages"], partitions=2)
     same_trail("dirdat/tc", "out/trail/tc", mask_io_time=True)  # timestamp *ts
+
+
+def _grouped_jsonl(path: Path, bodies: list[str]) -> None:
+    """Every other message in one of three message groups, numbered in it (issue 36)."""
+    with open(path, "w") as fh:
+        for i, body in enumerate(bodies):
+            headers = {"JMSXGroupID": f"g{i % 3}", "JMSXGroupSeq": str(i // 3 + 1)} if i % 2 \
+                else {}
+            fh.write(json.dumps({"id": f"m{i:06d}", "headers": headers, "body": body}) + "\n")
+
+
+def test_message_groups_in_a_dump_become_order_tokens(local_spark, tmp_path, monkeypatch,
+                                                      capsys):
+    """A dump's JMSXGroupID/JMSXGroupSeq headers are the records' user tokens in batch as in
+    replay, in the one pass (whole one-record messages) and in the two (spans)."""
+    copy_example("delimited", tmp_path, monkeypatch)
+    _grouped_jsonl(Path("spans.jsonl"), _messages(120, seed=36))
+    _grouped_jsonl(Path("whole.jsonl"), [_record(n, "W") + "\n" for n in range(1, 301)])
+    for name, one_pass in (("spans.jsonl", False), ("whole.jsonl", True)):
+        shutil.rmtree("dirdat", ignore_errors=True)
+        Path("dirdat").mkdir()
+        assert replay(capsys, DELIM_PROP, name)[0] == 0
+        result = batch(local_spark, DELIM_PROP, [name], f"out-{name}", partitions=3)
+        assert result.one_pass is one_pass
+        same_trail("dirdat/sa", f"out-{name}/trail/sa")
+        groups = {(r["tokens"].get("JMSXGroupID"), r["tokens"].get("JMSXGroupSeq"))
+                  for r in _dump_records(capsys, f"out-{name}/trail/sa", None)}
+        assert {("g1", "1"), ("g0", "2"), ("g2", "2"), (None, None)} <= groups, groups
 
 
 # -- generated inputs: multi-file order, spans, duplicates, rollover ------------------------------
