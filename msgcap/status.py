@@ -361,8 +361,9 @@ def group_status(statuses: list[dict[str, Any]], file: str) -> dict[str, Any]:
 
 
 def group_text(group: dict[str, Any]) -> str:
-    """The group for people: a head line, then one line per partition (its extract, state,
-    durable position, counters, lag and trail size); ``--partition N`` shows one in full."""
+    """The group for people: a head line, then one line per partition (its extract, state and
+    standbys, durable position, counters, lag and trail size); ``--partition N`` shows one in
+    full."""
     states = ", ".join(f"{n} {state}" for state, n in group["states"].items())
     head = (f"{group['file']}: {len(group['partitions'])} partitions ({states}); "
             f"{group['messages']} messages durable; largest lag "
@@ -372,6 +373,9 @@ def group_text(group: dict[str, Any]) -> str:
         state = status["state"]
         if state == "running":
             state += f" (pid {status['pid']})"
+        if status["standbys"]:
+            state += "; standby " + ", ".join(f"pid {s['pid']} on {s['host']}"
+                                              for s in status["standbys"])
         cp = status["checkpoint"]
         where = ("no checkpoint" if cp is None else
                  f"{cp['file']} RBA {cp['rba']}, {cp['transactions']} transactions, "

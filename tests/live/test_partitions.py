@@ -18,6 +18,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -407,6 +408,10 @@ def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, 
     group = json.loads(work.msgcap("status", "--prop", str(work.prop), "--partition", "0-3",
                                    "--json").stdout)
     assert [len(p["standbys"]) for p in group["partitions"]] == [1] * 4, group
+    text = work.msgcap("status", "--prop", str(work.prop), "--partition", "0-3").stdout
+    for n, p in enumerate(group["partitions"]):
+        assert (f"partition {n}: extract ORDERS{n}: running (pid {p['pid']}); standby pid "
+                f"{p['standbys'][0]['pid']} on {socket.gethostname()}; ") in text, text
 
     rng = random.Random(3636)
     total, keys = 6000, 60
