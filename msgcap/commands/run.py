@@ -24,9 +24,11 @@ from props.partition import partition_argument
 if TYPE_CHECKING:
     from contextlib import ExitStack
 
+    from msgcap.checkpoint import Checkpoint, CheckpointFile
     from msgcap.sources.base import Source
     from msgcap.status import StatusPublisher
     from msgcap.stopsignals import Relay
+    from msgcap.trail.writer import TrailWriter
     from props.settings import Settings
 
 log = logging.getLogger("msgcap.run")
@@ -144,6 +146,21 @@ def _wait_as_standby(args: argparse.Namespace, settings: Settings,
     return None
 
 
+def _checkpoint_recovered(checkpoints: CheckpointFile, writer: TrailWriter,
+                          saved: Checkpoint) -> Checkpoint:
+    """The trail holds complete transactions that the last run wrote after its last checkpoint
+    (it died between the two): checkpoint them now, durable. Otherwise, while only their
+    redeliveries (duplicates) come, the checkpoint, and with it ``msgcap status``, the lag and
+    retention, would stay behind the trail."""
+    from msgcap.checkpoint import checkpoint_of
+
+    checkpoint = checkpoint_of(writer, writer.flush_durable(),
+                               last_message_id=saved.last_message_id, messages=saved.messages,
+                               last_commit_us=saved.last_commit_us)
+    checkpoints.save(checkpoint)
+    return checkpoint
+
+
 def _capture(args: argparse.Namespace, settings: Settings, source: Source,
              publisher: StatusPublisher, relay: Relay) -> int:
     from gendef.build import build_definitions
@@ -170,6 +187,8 @@ def _capture(args: argparse.Namespace, settings: Settings, source: Source,
                          byteorder=trail.byteorder, sync=trail.sync, extract=trail.extract,
                          uri=trail.uri, partition=settings.partition)
     recovery = writer.open(saved.recovery if saved else None)
+    if saved is not None and (recovery.seqno, recovery.rba) != (saved.seqno, saved.rba):
+        saved = _checkpoint_recovered(checkpoints, writer, saved)
     retention = Retention(trail, settings.checkpoint_dir) if trail.purge.enabled else None
     if retention is not None and saved is not None:  # nothing is passed without a checkpoint
         retention.after_checkpoint(saved.seqno, recovery.seqno)

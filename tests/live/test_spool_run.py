@@ -54,6 +54,28 @@ def test_restart_skips_messages_already_in_the_trail(work) -> None:
     assert len(list((d / ".done").iterdir())) == 3
 
 
+def test_a_trail_ahead_of_its_checkpoint_is_checkpointed_at_start(work) -> None:
+    """A run that died after writing transactions but before checkpointing them: the next run
+    checkpoints what it recovered at once, so that while only redeliveries (duplicates) come,
+    ``msgcap status`` shows the trail's true end (issue 36: a partition's standby took over)."""
+    d = spool(work)
+    put(d, "0001.msg", work.body(1))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    checkpoint = work.root / "dirchk" / "SALES.cpj"
+    behind = checkpoint.read_bytes()
+    put(d, "0002.msg", work.body(2))
+    work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    checkpoint.write_bytes(behind)  # as if it had died between the trail's fsync and this
+    (d / ".done" / "0002.msg").rename(d / "0002.msg")  # ... and the message came back
+    done = work.msgcap("run", "--prop", str(work.prop), "--max-idle", "0.5", check=True)
+    assert "duplicates 1" in done.stdout
+    cp = json.loads(checkpoint.read_text())
+    assert (cp["last_seqid"], cp["txnum"]) == ("0000000002", 2)
+    assert cp["rba"] == (work.root / "dirdat" / "sa000000000").stat().st_size
+    shown = json.loads(work.msgcap("status", "--prop", str(work.prop), "--json").stdout)
+    assert shown["checkpoint"]["last_seqid"] == "0000000002"
+
+
 def test_many_duplicates_are_counted_in_one_line_not_one_warning_each(work) -> None:
     """A broker restart that redelivered 2,601 messages gave 2,601 WARNING lines (issue 35):
     now the first is named at INFO and one WARNING says how many (once a minute, and when the
