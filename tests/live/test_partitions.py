@@ -468,7 +468,8 @@ def test_artemis_message_groups_over_partitions_with_standbys_checked_from_the_t
                          "jms.destination=orders.changes::orders.changes.${PARTITION}\n")
     captures = StandbyGroup(work, work.env(), max_idle=15.0)  # keys are sent one after another
 
-    keys, each = 16, 40  # key k: messages k*each+1 .. (k+1)*each, its group numbered 1..each
+    keys, each = 8, 40  # key k: messages k*each+1 .. (k+1)*each, its group numbered 1..each
+    # (8 keys: 2 a partition by their CRC-32; a producer JVM a key)
     partition_of = {k: zlib.crc32(f"key{k}".encode()) % 4 for k in range(keys)}
 
     def produce() -> None:
