@@ -70,7 +70,6 @@ AHEAD = 64
 GROUP_HEADER, GROUP_SEQ_HEADER = header_key("JMSXGroupID"), header_key("JMSXGroupSeq")
 
 
-
 def grouped(message: Message, ops: list[Op]) -> None:
     """Give ``ops`` the message's group and its number in the group, if it has one: the order
     tokens of their records (trail-format.md §10), from a broker or a dump's headers alike."""
