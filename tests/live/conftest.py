@@ -46,6 +46,12 @@ def body(seq: int, txind: str = "W") -> str:
             f"Customer {seq},City {seq % 97},2024-03-01 10:15:30\n")
 
 
+# ``body`` as a template of the Java JMS producer (JmsProduce --body): the same insert of message
+# number n, for n < 97.
+BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n},City {n},"
+        "2024-03-01 10:15:30\n")
+
+
 def wait_peak_rss_mb(proc: subprocess.Popen) -> float:
     """Wait for ``proc`` to end; its own peak RSS in MB (VmHWM, sampled every 50 ms).
 
@@ -230,6 +236,15 @@ def _receive(broker: Broker, destination: str, quiet: float, consume: bool) -> l
 @pytest.fixture
 def work(tmp_path: Path) -> Work:
     return Work(tmp_path / "home")
+
+
+@pytest.fixture
+def artemis(artemis_amqp: Broker) -> Broker:
+    """The session's Artemis, started again if a test stopped it and failed before restarting
+    it."""
+    if not artemis_amqp.running():
+        artemis_amqp.start()
+    return artemis_amqp
 
 
 @pytest.fixture(params=("activemq", "artemis"))

@@ -14,20 +14,10 @@ import pytest
 
 from tests import jms_clients
 from tests.conftest import Broker
+from tests.live.conftest import BODY
 from tests.live.test_faults import durable_messages, ids, wait_for
 
 pytestmark = pytest.mark.broker
-
-# A SALES.CUSTOMER insert of message number n (tests.live.conftest.body for n < 97).
-BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n},City {n},"
-        "2024-03-01 10:15:30\n")
-
-
-@pytest.fixture
-def artemis(artemis_amqp: Broker) -> Broker:
-    if not artemis_amqp.running():  # a test that stopped it and failed before restarting it
-        artemis_amqp.start()
-    return artemis_amqp
 
 
 def name() -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from tests import jms_clients
 from tests.jms_providers import Provider
-from tests.live.conftest import Work
+from tests.live.conftest import BODY, Work
 from tests.live.test_faults import (
     EXPECTED_ORDER,
     durable_messages,
@@ -62,10 +62,6 @@ def test_each_commit_group_is_acknowledged_when_durable(work: Work, provider: Pr
 
 # -- faults (issue 34): what the STOMP/AMQP fault tests (test_faults.py) prove, on the JMS path --
 
-# A SALES.CUSTOMER insert of message number n (tests.live.conftest.body for n < 97), a template of
-# the JMS producer (JmsProduce --body).
-BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n},City {n},"
-        "2024-03-01 10:15:30\n")
 POISON = "I,SALES.NOSUCH,2024-03-01 10:15:30.000000,W,{n:010d},{n}\n"
 
 

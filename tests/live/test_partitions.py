@@ -30,11 +30,7 @@ import pytest
 
 from tests.conftest import Broker, _free_port, _session_broker
 from tests.docs.markdown import fenced_blocks, run_shell, steps, user_env
-from tests.live.conftest import BASE_PROPS, Work
-
-# A SALES.CUSTOMER insert of message number n, as a JMS producer's template
-BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n},City {n},"
-        "2024-03-01 10:15:30\n")
+from tests.live.conftest import BASE_PROPS, BODY, Work
 
 REPO = Path(__file__).resolve().parents[2]
 BROKERS_MD = REPO / "docs" / "brokers.md"
@@ -168,6 +164,32 @@ def _recipe() -> tuple[str, str]:
     return found[0].text, props[0]
 
 
+def _artemis_recipe(broker: Broker, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """docs/brokers.md's Artemis recipe (the ``artemis queue create`` block) run as written
+    against ``broker``, with the ``artemis`` command of the distribution the tests use."""
+    recipe = [s.text for s in steps(BROKERS_MD)
+              if s.kind == "run" and s.arg == "artemis-partitions"]
+    assert len(recipe) == 1
+    home = subprocess.run(["bash", str(REPO / "scripts" / "artemis.sh"), "home"], check=True,
+                          capture_output=True, text=True, timeout=600).stdout.strip()
+    script = recipe[0].replace("/opt/apache-artemis", home).replace(
+        "tcp://artemis1.example.com:61616", f"tcp://127.0.0.1:{broker.port}")
+    return run_shell(script, tmp_path, user_env(tmp_path, MQ_USER="msgcap", MQ_PASSWORD="x"))
+
+
+def _rabbitmq_recipe(rabbit: tuple[Broker, int], work: Work, tmp_path: Path) -> list[str]:
+    """docs/brokers.md's RabbitMQ recipe run as written against the test's broker (its
+    management API on the test's port), its properties file in ``work.prop``: the partitions'
+    queues."""
+    broker, http = rabbit
+    recipe, props = _recipe()
+    done = run_shell(recipe.replace(DOC_API, f"http://127.0.0.1:{http}"), tmp_path,
+                     user_env(tmp_path, MQ_USER="guest", MQ_PASSWORD="guest"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    work.prop.write_text(props.replace(DOC_URL, broker.url))
+    return [f"orders.changes.{n}" for n in PARTITIONS]
+
+
 def _publish(broker: Broker, messages: list[tuple[int, int]], body) -> None:
     """Send (seq, key) messages to the exchange over STOMP, the key as the routing key, with
     small pauses so that captures are killed mid-stream; the last one with a receipt."""
@@ -193,14 +215,9 @@ def _publish(broker: Broker, messages: list[tuple[int, int]], body) -> None:
 
 def test_rabbitmq_consistent_hash_partitions_capture_every_message_once_in_key_order(
         rabbit, work, tmp_path):
-    broker, http = rabbit
-    recipe, props = _recipe()
-    done = run_shell(recipe.replace(DOC_API, f"http://127.0.0.1:{http}"), tmp_path,
-                     user_env(tmp_path, MQ_USER="guest", MQ_PASSWORD="guest"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    queues = [f"orders.changes.{n}" for n in PARTITIONS]
+    broker = rabbit[0]
+    queues = _rabbitmq_recipe(rabbit, work, tmp_path)
     assert all(broker.queues()[q] == (0, True) for q in queues)
-    work.prop.write_text(props.replace(DOC_URL, broker.url))
     env = dict(work.env(), MQ_USER="guest", MQ_PASSWORD="guest")
 
     def start(n: int) -> subprocess.Popen[str]:
@@ -272,7 +289,7 @@ def test_rabbitmq_consistent_hash_partitions_capture_every_message_once_in_key_o
 
 # ---- Artemis: filtered queues of a multicast address -------------------------------------
 
-def test_artemis_filtered_queues_capture_each_partition_once(artemis_amqp, work, tmp_path):
+def test_artemis_filtered_queues_capture_each_partition_once(artemis, work, tmp_path):
     """docs/brokers.md's Artemis recipe as written (the ``artemis queue create`` block): a
     producer sends keyed messages to the address with ``partition`` = CRC-32 of the key mod 4;
     four captures of the fully qualified queues write each message once, each key into one
@@ -282,17 +299,8 @@ def test_artemis_filtered_queues_capture_each_partition_once(artemis_amqp, work,
     from tests.amqp_client import send
     from tests.live.conftest import peek
 
-    broker = artemis_amqp
-    if not broker.running():  # a test that stopped it and failed before restarting it
-        broker.start()
-    recipe = [s.text for s in steps(BROKERS_MD)
-              if s.kind == "run" and s.arg == "artemis-partitions"]
-    assert len(recipe) == 1
-    home = subprocess.run(["bash", str(REPO / "scripts" / "artemis.sh"), "home"], check=True,
-                          capture_output=True, text=True, timeout=600).stdout.strip()
-    script = recipe[0].replace("/opt/apache-artemis", home).replace(
-        "tcp://artemis1.example.com:61616", f"tcp://127.0.0.1:{broker.port}")
-    done = run_shell(script, tmp_path, user_env(tmp_path, MQ_USER="msgcap", MQ_PASSWORD="x"))
+    broker = artemis
+    done = _artemis_recipe(broker, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
 
     rng = random.Random(36)
@@ -322,7 +330,6 @@ def test_artemis_filtered_queues_capture_each_partition_once(artemis_amqp, work,
         assert seqs == sorted(seqs) and {partition_of[key_of[s]] for s in seqs} == {n}
     unrouted = peek(broker, "/queue/orders.changes::orders.changes.unrouted")
     assert len(unrouted) == 1 and f"{total + 1:010d}" in str(unrouted[0][1])
-
 
 
 class StandbyGroup:
@@ -396,14 +403,9 @@ def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, 
     the active capture of each partition in turn is killed with ``kill -9`` while the producer
     sends. Every message is in exactly one trail once, each key in one trail in the order sent,
     and every kill was answered by that partition's standby."""
-    broker, http = rabbit
-    recipe, props = _recipe()
-    done = run_shell(recipe.replace(DOC_API, f"http://127.0.0.1:{http}"), tmp_path,
-                     user_env(tmp_path, MQ_USER="guest", MQ_PASSWORD="guest"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    queues = [f"orders.changes.{n}" for n in PARTITIONS]
+    broker = rabbit[0]
+    queues = _rabbitmq_recipe(rabbit, work, tmp_path)
     assert all(broker.queues()[q][0] == 0 for q in queues)
-    work.prop.write_text(props.replace(DOC_URL, broker.url))
     captures = StandbyGroup(work, dict(work.env(), MQ_USER="guest", MQ_PASSWORD="guest"))
     group = json.loads(work.msgcap("status", "--prop", str(work.prop), "--partition", "0-3",
                                    "--json").stdout)
@@ -438,7 +440,7 @@ def test_rabbitmq_partitions_each_with_a_standby_take_over_every_kill_9(rabbit, 
 
 
 def test_artemis_message_groups_over_partitions_with_standbys_checked_from_the_trails(
-        artemis_amqp, work, tmp_path):
+        artemis, work, tmp_path):
     """The same on Artemis with message groups: a JMS producer (Qpid JMS) sends each key's changes as one
     message group (JMSXGroupID, JMSXGroupSeq 1, 2, ...) with the integer property
     ``partition`` to the recipe's address; four partitions' captures, each with a standby, are
@@ -448,17 +450,8 @@ def test_artemis_message_groups_over_partitions_with_standbys_checked_from_the_t
 
     from tests import jms_clients
 
-    broker = artemis_amqp
-    if not broker.running():
-        broker.start()
-    recipe = [s.text for s in steps(BROKERS_MD)
-              if s.kind == "run" and s.arg == "artemis-partitions"]
-    home = subprocess.run(["bash", str(REPO / "scripts" / "artemis.sh"), "home"], check=True,
-                          capture_output=True, text=True, timeout=600).stdout.strip()
-    core = f"tcp://127.0.0.1:{broker.port}"
-    script = recipe[0].replace("/opt/apache-artemis", home).replace(
-        "tcp://artemis1.example.com:61616", core)
-    done = run_shell(script, tmp_path, user_env(tmp_path, MQ_USER="msgcap", MQ_PASSWORD="x"))
+    broker = artemis
+    done = _artemis_recipe(broker, tmp_path)
     assert done.returncode == 0 or "already exists" in done.stdout + done.stderr, (
         done.stdout + done.stderr)  # the other Artemis test may have made them
     work.prop.write_text(BASE_PROPS.replace("trail.path=dirdat/sa",

@@ -171,13 +171,6 @@ def dump_text(value: str | None) -> str | None:
     return value.encode().hex()
 
 
-@pytest.fixture
-def artemis(artemis_amqp: Broker) -> Broker:
-    if not artemis_amqp.running():
-        artemis_amqp.start()
-    return artemis_amqp
-
-
 @pytest.mark.parametrize("client", ["rhea", "rhea-promise"])
 def test_amqp_producers_on_artemis_give_what_qpid_jms_sees(work, artemis, client) -> None:
     """Typed properties of every AMQP type, ids and correlation ids of every kind, group,
