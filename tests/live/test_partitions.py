@@ -336,8 +336,10 @@ class StandbyGroup:
     """Four partitions' captures, each an active ``msgcap run --standby`` and a waiting one
     (the properties in ``work.prop``, extract ``ORDERS<n>``): ``kill_in_turn`` kills the
     active capture of each partition in turn with ``kill -9`` while ``producing`` runs, waits
-    for its standby to take over and starts a new standby; ``finish`` waits for them all to
-    stop (``--max-idle``) and checks that each kill was answered by that partition's standby."""
+    for its standby to take over and starts a new standby (also when a quiet partition's active
+    capture stopped after ``--max-idle`` and its standby took over); ``finish`` waits for them
+    all to stop (``--max-idle``) and checks that each kill was answered by that partition's
+    standby."""
 
     def __init__(self, work: Work, env: dict[str, str], max_idle: float = 3.0) -> None:
         self.work, self.env, self.max_idle = work, env, max_idle
@@ -363,6 +365,14 @@ class StandbyGroup:
 
         return holder(str(self.work.root / "dirchk" / f"ORDERS{n}.lock"))
 
+    def waiting(self, n: int, active: int) -> bool:
+        """Whether a capture of the partition other than ``active`` waits as its standby
+        (registered, alive)."""
+        from msgcap.standby import standbys
+
+        registered = {s["pid"] for s in standbys(str(self.work.root / "dirchk"), f"ORDERS{n}")}
+        return any(p.pid in registered - {active} and p.poll() is None for p in self.pair[n])
+
     @staticmethod
     def until(predicate, what: str, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -377,6 +387,12 @@ class StandbyGroup:
             victim = self.active(n)
             if victim is None:  # its captures stopped after --max-idle: a quiet partition
                 assert self.killed[n], f"partition {n} stopped before it was killed"
+                continue
+            if not self.waiting(n, victim):  # not registered yet, or the active stopped after
+                # --max-idle and its standby took over: a new standby first, for the next kill
+                live = [p for p in self.pair[n] if p.poll() is None]
+                self.pair[n] = live + [self.start(n)] if len(live) < 2 else live
+                self.until(lambda n=n, v=victim: self.waiting(n, v), f"partition {n}'s standby")
                 continue
             os.kill(victim, signal.SIGKILL)
             [proc] = [p for p in self.pair[n] if p.pid == victim]
