@@ -28,7 +28,7 @@ ensure_venv() {
     local extras="${1:-}" modules="msgcap, lxml, elementpath, stomp"
     case "$extras" in test|amqp) modules="$modules, proton" ;; esac
     case "$extras" in test|jms) modules="$modules, jpype" ;; esac
-    [ "$extras" != test ] || modules="$modules, pyspark, hypothesis, atheris"
+    [ "$extras" != test ] || modules="$modules, pyspark, hypothesis, atheris, xdist"
     local stamp="$VENV/.installed${extras:+-$extras}"
     if [ ! -x "$VENV/bin/python" ]; then
         python3 -m venv "$VENV" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$VENV"; }

@@ -167,3 +167,23 @@ def queue(broker: Broker) -> str:
     if not broker.running():  # a test that stopped the broker and failed before restarting it
         broker.start()
     return f"/queue/test-{uuid.uuid4().hex}"
+
+
+BROKER_FIXTURES = frozenset({"broker", "provider", "activemq", "rabbitmq", "artemis_amqp"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With several pytest-xdist workers (``scripts/test.sh`` runs two, ``--dist loadgroup``):
+    the tests on a real broker and the rest of tests/live (captures killed, timed, taken over)
+    run on one worker, one after another as without xdist (one set of brokers, the module
+    fixtures' own brokers started once, each capture's timing undisturbed by another's), the
+    Spark sessions' tests on one (one cluster); every other test goes to whichever worker is
+    free."""
+    live = REPO / "tests" / "live"
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if (names & BROKER_FIXTURES or item.get_closest_marker("broker")
+                or live in Path(item.path).parents):
+            item.add_marker(pytest.mark.xdist_group("brokers"))
+        elif "sessions" in names:
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -46,6 +46,12 @@ def output(work: Work, name: str) -> str:
     return (work.root / f"{name}.out").read_text()
 
 
+def said(work: Work, name: str, line: str) -> None:
+    """Wait for ``line`` in the output of run ``name``: a standby takes the lock (what
+    ``active`` sees) or registers (``waiting``) a moment before it says so."""
+    wait_for(lambda: line in output(work, name), f"{name} to say {line!r}", timeout=30)
+
+
 def status(work: Work) -> dict:
     done = work.msgcap("status", "--prop", str(work.prop), "--json")
     return json.loads(done.stdout)
@@ -95,8 +101,8 @@ def test_standby_waits_shows_in_status_and_ends_on_sigterm(work) -> None:
         standby = start(work, "standby", "--standby", "--json")
         wait_for(lambda: waiting(work) == [standby.pid], "the standby's registration",
                  procs=[standby])
-        assert f"standby (pid {standby.pid}): dirchk/SALES.lock is held by process " \
-               f"{first.pid} (the active capture): waiting to take over" in output(work, "standby")
+        said(work, "standby", f"standby (pid {standby.pid}): dirchk/SALES.lock is held by "
+             f"process {first.pid} (the active capture): waiting to take over")
         seen = status(work)
         assert (seen["state"], seen["pid"]) == ("running", first.pid)
         assert seen["standbys"][0]["host"] == socket.gethostname()
@@ -108,11 +114,11 @@ def test_standby_waits_shows_in_status_and_ends_on_sigterm(work) -> None:
         wait_for(lambda: last_seqid(work) == 1, "the active run to capture", procs=[first])
         standby.send_signal(signal.SIGTERM)
         assert standby.wait(timeout=30) == 0
-        said = output(work, "standby")
-        assert "stopped by SIGTERM while waiting: nothing taken, nothing written" in said
-        summary = json.loads(said.strip().splitlines()[-1])
+        text = output(work, "standby")
+        assert "stopped by SIGTERM while waiting: nothing taken, nothing written" in text
+        summary = json.loads(text.strip().splitlines()[-1])
         assert (summary["exit_reason"], summary["messages"]) == ("SIGTERM", 0)
-        assert "Traceback" not in said
+        assert "Traceback" not in text
         assert waiting(work) == [] and active(work) == first.pid
         assert not list((work.root / "dirchk").glob("SALES.standby.*"))
     finally:
@@ -143,7 +149,7 @@ def test_one_of_two_standbys_takes_over_a_killed_run(work) -> None:
     procs = {name: start(work, name, "--standby") for name in ("a",)}
     wait_for(lambda: active(work) == procs["a"].pid, "the first standby to take over at once",
              procs=procs.values())
-    assert "no capture is active: taking over at once" in output(work, "a")
+    said(work, "a", "no capture is active: taking over at once")
     procs |= {name: start(work, name, "--standby") for name in ("b", "c")}
     try:
         wait_for(lambda: sorted(waiting(work)) == sorted([procs["b"].pid, procs["c"].pid]),
@@ -159,7 +165,7 @@ def test_one_of_two_standbys_takes_over_a_killed_run(work) -> None:
         new = next(p for p in live if p.pid == active(work))
         other = next(p for p in live if p is not new)
         name = "b" if new is procs["b"] else "c"
-        assert f"took over from process {procs['a'].pid} after waiting" in output(work, name)
+        said(work, name, f"took over from process {procs['a'].pid} after waiting")
         wait_for(lambda: waiting(work) == [other.pid], "the other one to wait on",
                  procs=live)
         for n in range(6, 11):
