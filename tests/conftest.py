@@ -176,9 +176,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With several pytest-xdist workers (``scripts/test.sh`` runs two, ``--dist loadgroup``):
     the tests on a real broker and the rest of tests/live (captures killed, timed, taken over)
     run on one worker, one after another as without xdist (one set of brokers, the module
-    fixtures' own brokers started once, each capture's timing undisturbed by another's), the
-    Spark sessions' tests on one (one cluster); every other test goes to whichever worker is
-    free."""
+    fixtures' own brokers started once, no two of those captures at once), the Spark
+    sessions' tests on one (one cluster); every other test goes to whichever worker is free."""
     live = REPO / "tests" / "live"
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
