@@ -52,6 +52,19 @@ BODY = ("I,SALES.CUSTOMER,2024-03-01 10:15:30.000000,W,{n:010d},{n},Customer {n}
         "2024-03-01 10:15:30\n")
 
 
+def wait_for(predicate, what: str, timeout: float = 120.0, procs=()) -> None:
+    """Poll ``predicate`` every 50 ms until it holds: an AssertionError naming ``what`` after
+    ``timeout`` seconds, or as soon as one of ``procs`` (captures it depends on) has ended."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        for proc in procs:
+            if proc.poll() is not None:
+                raise AssertionError(f"process {proc.pid} ended ({proc.returncode}) while "
+                                     f"waiting for {what}")
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
 def wait_peak_rss_mb(proc: subprocess.Popen) -> float:
     """Wait for ``proc`` to end; its own peak RSS in MB (VmHWM, sampled every 50 ms).
 

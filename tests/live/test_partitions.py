@@ -30,7 +30,7 @@ import pytest
 
 from tests.conftest import Broker, _free_port, _session_broker
 from tests.docs.markdown import fenced_blocks, run_shell, steps, user_env
-from tests.live.conftest import BASE_PROPS, BODY, Work
+from tests.live.conftest import BASE_PROPS, BODY, Work, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 BROKERS_MD = REPO / "docs" / "brokers.md"
@@ -347,7 +347,7 @@ class StandbyGroup:
         self.killed: dict[int, list[int]] = {n: [] for n in PARTITIONS}
         self.pair = {n: [self.start(n), self.start(n)] for n in PARTITIONS}
         for n in PARTITIONS:
-            self.until(lambda n=n: self.active(n) in {p.pid for p in self.pair[n]},
+            wait_for(lambda n=n: self.active(n) in {p.pid for p in self.pair[n]},
                        f"partition {n}'s active capture")
 
     def start(self, n: int) -> subprocess.Popen[str]:
@@ -373,13 +373,6 @@ class StandbyGroup:
         registered = {s["pid"] for s in standbys(str(self.work.root / "dirchk"), f"ORDERS{n}")}
         return any(p.pid in registered - {active} and p.poll() is None for p in self.pair[n])
 
-    @staticmethod
-    def until(predicate, what: str, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.05)
-
     def kill_in_turn(self, producing: threading.Thread, rng: random.Random) -> None:
         while producing.is_alive() or any(not pids for pids in self.killed.values()):
             time.sleep(rng.uniform(0.3, 1.2))
@@ -392,13 +385,13 @@ class StandbyGroup:
                 # --max-idle and its standby took over: a new standby first, for the next kill
                 live = [p for p in self.pair[n] if p.poll() is None]
                 self.pair[n] = live + [self.start(n)] if len(live) < 2 else live
-                self.until(lambda n=n, v=victim: self.waiting(n, v), f"partition {n}'s standby")
+                wait_for(lambda n=n, v=victim: self.waiting(n, v), f"partition {n}'s standby")
                 continue
             os.kill(victim, signal.SIGKILL)
             [proc] = [p for p in self.pair[n] if p.pid == victim]
             proc.wait(timeout=30)
             self.killed[n].append(victim)
-            self.until(lambda n=n, v=victim: any(
+            wait_for(lambda n=n, v=victim: any(
                 f"took over from process {v}" in out.read_text()
                 for m, _, out in self.started if m == n), f"partition {n}'s takeover")
             self.pair[n] = [p for p in self.pair[n] if p is not proc] + [self.start(n)]

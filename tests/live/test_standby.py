@@ -18,20 +18,9 @@ from pathlib import Path
 import pytest
 
 from msgcap.lock import holder
-from tests.live.conftest import Work, send
+from tests.live.conftest import Work, send, wait_for
 
 KILLS = 4  # takeovers under the producer
-
-
-def wait_for(predicate, what: str, timeout: float = 120.0, procs=()) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        for proc in procs:
-            if proc.poll() is not None:
-                raise AssertionError(f"process {proc.pid} ended ({proc.returncode}) while "
-                                     f"waiting for {what}")
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def start(work: Work, name: str, *args: str) -> subprocess.Popen[str]:
